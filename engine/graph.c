@@ -40,6 +40,9 @@ void slim_graph_free(slim_graph *g)
         free(g->params[i].data);
     }
     free(g->params);
+    slim__names_fini(&g->tensor_names);
+    slim__names_fini(&g->node_names);
+    slim__names_fini(&g->param_names);
     free(g);
 }
 
@@ -58,20 +61,16 @@ static bool grow(void **arr, int *cap, int n, size_t elem)
 
 slim_status slim_graph_find(const slim_graph *g, const char *name, slim_tid *out)
 {
-    for (int i = 0; g && name && i < g->n_tensors; i++)
-        if (strcmp(g->tensors[i].name, name) == 0) {
-            *out = i;
-            return SLIM_OK;
-        }
-    return SLIM_ENOTFOUND;
+    int i = g ? slim__names_get(&g->tensor_names, name) : -1;
+    if (i < 0)
+        return SLIM_ENOTFOUND;
+    *out = i;
+    return SLIM_OK;
 }
 
 static bool node_exists(const slim_graph *g, const char *name)
 {
-    for (int i = 0; i < g->n_nodes; i++)
-        if (strcmp(g->nodes[i].name, name) == 0)
-            return true;
-    return false;
+    return slim__names_get(&g->node_names, name) >= 0;
 }
 
 static slim_status check_name(const slim_graph *g, const char *name, slim_error *err)
@@ -92,8 +91,11 @@ static slim_status new_tensor(slim_graph *g, const char *name, slim_tensor_desc 
     slim__tinfo *t = &g->tensors[g->n_tensors];
     memset(t, 0, sizeof *t);
     t->name = strdup(name);
-    if (!t->name)
+    if (!t->name || !slim__names_put(&g->tensor_names, t->name, g->n_tensors)) {
+        free(t->name);
+        t->name = NULL;
         return slim__error(err, SLIM_ENOMEM, "out of memory");
+    }
     t->d = d;
     t->kind = kind;
     t->producer = producer;
@@ -138,7 +140,8 @@ slim_status slim_graph_param(slim_graph *g, const char *name, const slim_shape *
         st = check_shape(shape, "parameter", name, err);
     if (st != SLIM_OK)
         return st;
-    if (!grow((void **)&g->params, &g->cap_params, g->n_params, sizeof *g->params))
+    if (!grow((void **)&g->params, &g->cap_params, g->n_params, sizeof *g->params) ||
+        !slim__names_reserve(&g->param_names, g->n_params + 1))
         return slim__error(err, SLIM_ENOMEM, "out of memory");
     slim__param *p = &g->params[g->n_params];
     memset(p, 0, sizeof *p);
@@ -164,6 +167,7 @@ slim_status slim_graph_param(slim_graph *g, const char *name, const slim_shape *
         free(p->name);
         return st;
     }
+    slim__names_put(&g->param_names, p->name, g->n_params); /* room reserved above */
     g->n_params++;
     g->params_ready = false;
     *out = p->t;
@@ -215,7 +219,8 @@ slim_status slim_graph_add(slim_graph *g, const char *op, const char *name,
         return st;
     }
     node.name = strdup(name);
-    if (!node.name || !grow((void **)&g->nodes, &g->cap_nodes, g->n_nodes, sizeof *g->nodes)) {
+    if (!node.name || !grow((void **)&g->nodes, &g->cap_nodes, g->n_nodes, sizeof *g->nodes) ||
+        !slim__names_reserve(&g->node_names, g->n_nodes + 1)) {
         free(node.name);
         slim__attrs_fini(&node.attrs);
         slim__infer_result_fini(&r);
@@ -241,6 +246,7 @@ slim_status slim_graph_add(slim_graph *g, const char *op, const char *name,
         }
     }
     slim__infer_result_fini(&r);
+    slim__names_put(&g->node_names, node.name, idx); /* room reserved above */
     g->nodes[g->n_nodes++] = node;
     for (int j = 0; j < node.n_out && outputs && j < max_outputs; j++)
         outputs[j] = node.out[j];
@@ -310,9 +316,9 @@ slim_status slim_graph_param_at(const slim_graph *g, int i, const char **name, s
 slim_status slim_graph_param_get(const slim_graph *g, const char *name, slim_tensor *view,
                                  slim_error *err)
 {
-    for (int i = 0; g && i < g->n_params; i++)
-        if (strcmp(g->params[i].name, name) == 0)
-            return slim_graph_param_at(g, i, NULL, view, NULL);
+    int i = g ? slim__names_get(&g->param_names, name) : -1;
+    if (i >= 0)
+        return slim_graph_param_at(g, i, NULL, view, NULL);
     return slim__error(err, SLIM_ENOTFOUND, "no parameter named '%s'", name ? name : "(null)");
 }
 

@@ -4,6 +4,7 @@
 #define SLIM_ENGINE_GRAPH_H
 
 #include "engine/attrs.h"
+#include "engine/names.h"
 #include "engine/oprun.h"
 
 typedef enum { SLIM__T_INPUT, SLIM__T_PARAM, SLIM__T_NODE } slim__tkind;
@@ -43,6 +44,7 @@ struct slim_graph {
     slim__node *nodes;
     int n_params, cap_params;
     slim__param *params;
+    slim__names tensor_names, node_names, param_names; /* name -> index */
     slim_tid loss; /* -1 when none */
     bool params_ready;
 };

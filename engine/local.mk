@@ -7,6 +7,7 @@ libslim_core_la_SOURCES += \
 	engine/threadpool.c engine/threadpool.h \
 	engine/oprun.c engine/oprun.h \
 	engine/graph.c engine/graph.h \
+	engine/names.c engine/names.h \
 	engine/init.c \
 	engine/compile.c \
 	engine/exec.c engine/program.h

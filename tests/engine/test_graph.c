@@ -308,10 +308,49 @@ static void errors(void)
     slim_graph_free(g);
 }
 
+/* A long chain: every name resolves to its own tensor and a clash far back is
+ * still caught, so name lookup is right at scale (it is a hash, not a scan). */
+static void many_names(void)
+{
+    enum { N = 20000 };
+    slim_graph *g;
+    CHECK(slim_graph_new(reg, &g, &err));
+    slim_tid x, t[N];
+    CHECK(slim_graph_input(g, "x", SLIM_F32, &(slim_shape){2, {2, 3}}, &x, &err));
+    char nm[64];
+    slim_tid prev = x;
+    for (int i = 0; i < N; i++) {
+        snprintf(nm, sizeof nm, "block%d/relu", i);
+        prev = t[i] = add1(g, "relu", nm, &prev, 1, NULL);
+    }
+    int wrong = 0;
+    for (int i = 0; i < N; i++) {
+        slim_tid f = -1;
+        snprintf(nm, sizeof nm, "block%d/relu", i);
+        wrong += slim_graph_find(g, nm, &f) != SLIM_OK || f != t[i];
+    }
+    slim_tid f;
+    harness_ok(wrong == 0 && slim_graph_find(g, "x", &f) == SLIM_OK && f == x &&
+                   slim_graph_find(g, "block20000/relu", &f) == SLIM_ENOTFOUND &&
+                   slim_graph_find(g, "block1/rel", &f) == SLIM_ENOTFOUND,
+               "%d names in one graph each resolve to their own tensor (%d wrong)", N + 1, wrong);
+    slim_tid y;
+    slim_status st = slim_graph_add(g, "relu", "block7/relu", &prev, 1, NULL, &y, 1, NULL, &err);
+    harness_ok(st == SLIM_EEXIST && strstr(err.msg, "'block7/relu'"),
+               "a name reused 20000 nodes later is refused: %s", err.msg);
+    param(g, "w", 1, (int64_t[]){4}, SLIM_INIT_ZEROS, 0, SLIM_PARAM_TRAINABLE);
+    slim_tensor v;
+    harness_ok(slim_graph_param_get(g, "w", &v, &err) == SLIM_OK && v.shape.dim[0] == 4 &&
+                   slim_graph_param_get(g, "block3/relu", &v, &err) == SLIM_ENOTFOUND,
+               "parameters are found by name, and a node is not a parameter");
+    slim_graph_free(g);
+}
+
 int main(void)
 {
     CHECK(slim_registry_new(&reg, &err));
     errors();
+    many_names();
     gradcheck();
     frozen_batch_norm();
 
