@@ -316,9 +316,8 @@ static slim_status from_text(const slim_attr_spec *s, const char *text, slim__at
     case SLIM_ATTR_BOOL: {
         bool b;
         if (!parse_bool(text, &b))
-            return slim__error(err, SLIM_ETYPE,
-                               "attribute '%s' of %s: expected %s, got '%s'", s->name, opname,
-                               type_name(s->type), text);
+            return slim__error(err, SLIM_ETYPE, "attribute '%s' of %s: expected %s, got '%s'",
+                               s->name, opname, type_name(s->type), text);
         v->n = 1;
         v->ints = malloc(sizeof(int64_t));
         if (!v->ints)
@@ -333,14 +332,14 @@ static slim_status from_text(const slim_attr_spec *s, const char *text, slim__at
     int n = parse_numbers(text, &nums, &brackets, &integral);
     if (n < 0 || (!is_list(s->type) && (n != 1 || brackets))) {
         free(nums);
-        return slim__error(err, SLIM_ETYPE, "attribute '%s' of %s: expected %s, got '%s'",
-                           s->name, opname, type_name(s->type), text);
+        return slim__error(err, SLIM_ETYPE, "attribute '%s' of %s: expected %s, got '%s'", s->name,
+                           opname, type_name(s->type), text);
     }
     bool want_int = s->type == SLIM_ATTR_INT || s->type == SLIM_ATTR_INTS;
     if (want_int && !integral) {
         free(nums);
-        return slim__error(err, SLIM_ETYPE, "attribute '%s' of %s: expected %s, got '%s'",
-                           s->name, opname, type_name(s->type), text);
+        return slim__error(err, SLIM_ETYPE, "attribute '%s' of %s: expected %s, got '%s'", s->name,
+                           opname, type_name(s->type), text);
     }
     v->n = n;
     if (want_int) {
@@ -364,10 +363,11 @@ static slim_status from_given(const slim_attr_spec *s, const given *g, slim__att
     if (g->kind == GIVEN_TEXT)
         return from_text(s, g->str, v, opname, err);
     v->type = s->type;
-    const char *gname = g->kind == GIVEN_STR     ? "a string"
-                        : g->kind == GIVEN_BOOL  ? "a boolean"
-                        : g->kind == GIVEN_FLOATS ? (g->scalar ? "a number" : "a list of numbers")
-                                                 : (g->scalar ? "an integer" : "a list of integers");
+    const char *gname = g->kind == GIVEN_STR    ? "a string"
+                        : g->kind == GIVEN_BOOL ? "a boolean"
+                        : g->kind == GIVEN_FLOATS
+                            ? (g->scalar ? "a number" : "a list of numbers")
+                            : (g->scalar ? "an integer" : "a list of integers");
     bool ok = false;
     switch (s->type) {
     case SLIM_ATTR_INT:
@@ -423,8 +423,8 @@ static slim_status from_given(const slim_attr_spec *s, const given *g, slim__att
         break;
     }
     if (!ok)
-        return slim__error(err, SLIM_ETYPE, "attribute '%s' of %s: expected %s, got %s",
-                           s->name, opname, type_name(s->type), gname);
+        return slim__error(err, SLIM_ETYPE, "attribute '%s' of %s: expected %s, got %s", s->name,
+                           opname, type_name(s->type), gname);
     return SLIM_OK;
 }
 
@@ -432,16 +432,16 @@ static slim_status check_value(const slim_attr_spec *s, const slim__attr_value *
                                const char *opname, slim_error *err)
 {
     if (s->type == SLIM_ATTR_STRING && !choice_ok(s->choices, v->str))
-        return slim__error(err, SLIM_EINVAL, "attribute '%s' of %s: '%s' is not one of %s",
-                           s->name, opname, v->str, s->choices);
+        return slim__error(err, SLIM_EINVAL, "attribute '%s' of %s: '%s' is not one of %s", s->name,
+                           opname, v->str, s->choices);
     if (!s->ranged)
         return SLIM_OK;
     for (int i = 0; i < v->n; i++) {
         double x = v->floats ? v->floats[i] : v->ints ? (double)v->ints[i] : 0;
         if (x < s->min || x > s->max)
             return slim__error(err, SLIM_EINVAL,
-                               "attribute '%s' of %s: %g is out of range [%g, %g]", s->name,
-                               opname, x, s->min, s->max);
+                               "attribute '%s' of %s: %g is out of range [%g, %g]", s->name, opname,
+                               x, s->min, s->max);
     }
     return SLIM_OK;
 }
@@ -484,8 +484,8 @@ slim_status slim__attrs_resolve(const slim_op_desc *desc, const slim_attrs *attr
                                          desc->attrs[j].name);
             slim__attrs_fini(out);
             return slim__error(err, SLIM_EINVAL, "unknown attribute '%s' for op %s (expected %s%s)",
-                               attrs->items[i].key, desc->name,
-                               desc->n_attrs ? "one of: " : "none", list);
+                               attrs->items[i].key, desc->name, desc->n_attrs ? "one of: " : "none",
+                               list);
         }
     }
     for (int j = 0; j < desc->n_attrs; j++) {
@@ -517,8 +517,8 @@ slim_status slim__attrs_check_schema(const slim_op_desc *desc, slim_error *err)
     for (int j = 0; j < desc->n_attrs; j++) {
         const slim_attr_spec *s = &desc->attrs[j];
         if (!s->name || s->type < SLIM_ATTR_INT || s->type > SLIM_ATTR_FLOATS)
-            return slim__error(err, SLIM_EINVAL, "op %s: attribute %d has no name or an unknown type",
-                               desc->name, j);
+            return slim__error(err, SLIM_EINVAL,
+                               "op %s: attribute %d has no name or an unknown type", desc->name, j);
         for (int k = 0; k < j; k++)
             if (strcmp(desc->attrs[k].name, s->name) == 0)
                 return slim__error(err, SLIM_EINVAL, "op %s: attribute '%s' is declared twice",

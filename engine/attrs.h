@@ -7,10 +7,10 @@
 /* One attribute value, resolved against a schema entry (type exact). */
 typedef struct slim__attr_value {
     slim_attr_type type;
-    int n;         /* list length (1 for scalars) */
-    int64_t *ints; /* INT, BOOL (0/1), INTS */
+    int n;          /* list length (1 for scalars) */
+    int64_t *ints;  /* INT, BOOL (0/1), INTS */
     double *floats; /* FLOAT, FLOATS */
-    char *str;     /* STRING */
+    char *str;      /* STRING */
 } slim__attr_value;
 
 /* The resolved attributes of one node: values[i] belongs to desc->attrs[i]. */

@@ -152,8 +152,8 @@ slim_status slim_graph_param(slim_graph *g, const char *name, const slim_shape *
     if (!p->data || !p->name) {
         free(p->data);
         free(p->name);
-        return slim__error(err, SLIM_ENOMEM, "out of memory for parameter '%s' (%lld floats)",
-                           name, (long long)n);
+        return slim__error(err, SLIM_ENOMEM, "out of memory for parameter '%s' (%lld floats)", name,
+                           (long long)n);
     }
     memset(p->data, 0, (size_t)n * sizeof(float));
     if (init)
@@ -174,27 +174,31 @@ slim_status slim_graph_param(slim_graph *g, const char *name, const slim_shape *
     return SLIM_OK;
 }
 
-slim_status slim_graph_add(slim_graph *g, const char *op, const char *name,
-                           const slim_tid *inputs, int n_inputs, const slim_attrs *attrs,
-                           slim_tid *outputs, int max_outputs, int *n_outputs, slim_error *err)
+slim_status slim_graph_add(slim_graph *g, const char *op, const char *name, const slim_tid *inputs,
+                           int n_inputs, const slim_attrs *attrs, slim_tid *outputs,
+                           int max_outputs, int *n_outputs, slim_error *err)
 {
     if (!g || !op)
         return slim__error(err, SLIM_EINVAL, "slim_graph_add needs a graph and an op name");
     const slim_op_desc *d = slim_registry_find(g->reg, op);
     if (!d)
-        return slim__error(err, SLIM_ENOTFOUND, "node '%s': unknown op '%s' (not built in, and "
-                           "no loaded plugin registers it)", name ? name : "?", op);
+        return slim__error(err, SLIM_ENOTFOUND,
+                           "node '%s': unknown op '%s' (not built in, and "
+                           "no loaded plugin registers it)",
+                           name ? name : "?", op);
     slim_status st = check_name(g, name, err);
     if (st != SLIM_OK)
         return st;
     if (n_inputs < 0 || n_inputs > SLIM_MAX_INPUTS)
-        return slim__error(err, SLIM_EINVAL, "node '%s' (%s): %d inputs is out of range", name,
-                           op, n_inputs);
+        return slim__error(err, SLIM_EINVAL, "node '%s' (%s): %d inputs is out of range", name, op,
+                           n_inputs);
     slim_tensor_desc in[SLIM_MAX_INPUTS];
     for (int i = 0; i < n_inputs; i++) {
         if (inputs[i] < 0 || inputs[i] >= g->n_tensors)
-            return slim__error(err, SLIM_EINVAL, "node '%s' (%s): input %d is not a tensor of "
-                               "this graph", name, op, i);
+            return slim__error(err, SLIM_EINVAL,
+                               "node '%s' (%s): input %d is not a tensor of "
+                               "this graph",
+                               name, op, i);
         in[i] = g->tensors[inputs[i]].d;
         if ((d->mutates_inputs >> i) & 1u) {
             const slim__tinfo *ti = &g->tensors[inputs[i]];
@@ -278,7 +282,8 @@ slim_status slim_graph_set_loss(slim_graph *g, slim_tid loss, slim_error *err)
     if (t->d.dtype != SLIM_F32 || slim_shape_numel(&t->d.shape) != 1) {
         char b[96];
         return slim__error(err, SLIM_ESHAPE, "the loss '%s' must be a scalar f32, it is %s %s",
-                           t->name, slim__dtype_str(t->d.dtype), slim__shape_str(&t->d.shape, b, sizeof b));
+                           t->name, slim__dtype_str(t->d.dtype),
+                           slim__shape_str(&t->d.shape, b, sizeof b));
     }
     g->loss = loss;
     g->tensors[loss].marked = true;

@@ -15,7 +15,7 @@ typedef struct slim__tinfo {
     slim__tkind kind;
     int producer; /* node index (SLIM__T_NODE), param index (SLIM__T_PARAM), -1 */
     int out_index;
-    bool marked;  /* readable after run */
+    bool marked; /* readable after run */
 } slim__tinfo;
 
 typedef struct slim__param {
@@ -45,7 +45,7 @@ struct slim_graph {
     int n_params, cap_params;
     slim__param *params;
     slim__names tensor_names, node_names, param_names; /* name -> index */
-    slim_tid loss; /* -1 when none */
+    slim_tid loss;                                     /* -1 when none */
     bool params_ready;
 };
 

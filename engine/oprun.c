@@ -46,8 +46,7 @@ static void set_output(slim_infer_ctx *c, int i, slim_dtype dtype, const slim_sh
 static int add_saved(slim_infer_ctx *c, slim_dtype dtype, const slim_shape *shape)
 {
     infer_priv *p = c->priv;
-    if (p->r->n_saved == SLIM__MAX_SAVED || !shape || !shape_ok(shape) ||
-        !slim_dtype_size(dtype)) {
+    if (p->r->n_saved == SLIM__MAX_SAVED || !shape || !shape_ok(shape) || !slim_dtype_size(dtype)) {
         p->failed = true;
         slim__error(p->err, SLIM_EINTERNAL, "node '%s' (%s): op declared a bad saved buffer",
                     p->node, p->d->name);
@@ -74,8 +73,8 @@ static slim_status fail(slim_infer_ctx *c, slim_status code, const char *fmt, ..
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
     p->failed = true;
-    return slim__error(p->err, code ? code : SLIM_EINVAL, "node '%s' (%s): %s", p->node,
-                       p->d->name, msg);
+    return slim__error(p->err, code ? code : SLIM_EINVAL, "node '%s' (%s): %s", p->node, p->d->name,
+                       msg);
 }
 
 slim_status slim__node_infer(const slim_op_desc *d, const slim__attr_set *attrs,

@@ -216,8 +216,8 @@ slim_status slim_registry_load_plugin(slim_registry *reg, const char *path, slim
                          path, info->op_desc_size, sizeof(slim_op_desc));
     else if (info->host_size > sizeof(slim_host))
         st = slim__error(err, SLIM_EABI,
-                         "plugin %s expects a host table of %u bytes, this engine offers %zu",
-                         path, info->host_size, sizeof(slim_host));
+                         "plugin %s expects a host table of %u bytes, this engine offers %zu", path,
+                         info->host_size, sizeof(slim_host));
     if (st != SLIM_OK) {
         dlclose(h);
         return st;
@@ -254,8 +254,7 @@ slim_status slim_registry_load_plugin(slim_registry *reg, const char *path, slim
     reg->handle_paths[reg->n_handles] = rp ? rp : strdup(path);
     reg->handles[reg->n_handles++] = h;
     slim__log(SLIM_LOG_INFO, "loaded plugin %s (%s %s): %d ops", path,
-              info->name ? info->name : "?", info->version ? info->version : "?",
-              reg->n - before);
+              info->name ? info->name : "?", info->version ? info->version : "?", reg->n - before);
     return SLIM_OK;
 }
 

@@ -108,8 +108,13 @@ static void dropout_forward_ref(const slim_kernel_ctx *c)
 }
 
 static const slim_attr_spec dropout_attrs[] = {
-    {.name = "keep_prob", .type = SLIM_ATTR_FLOAT, .def = "0.5", .ranged = true, .min = 0,
-     .max = 1, .doc = "probability of keeping an element, in (0, 1]"},
+    {.name = "keep_prob",
+     .type = SLIM_ATTR_FLOAT,
+     .def = "0.5",
+     .ranged = true,
+     .min = 0,
+     .max = 1,
+     .doc = "probability of keeping an element, in (0, 1]"},
 };
 
 const slim_op_desc slim__op_dropout = {

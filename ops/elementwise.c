@@ -42,12 +42,12 @@ static const char *dtype_name(slim_dtype t)
 
 /* The canonical broadcast form of a binary op (see the top comment). */
 typedef struct bcast {
-    int m;                      /* merged dimensions, >= 1 */
-    int64_t n[SLIM_MAX_DIMS];   /* their sizes */
-    int64_t so[SLIM_MAX_DIMS];  /* output strides (contiguous) */
+    int m;                       /* merged dimensions, >= 1 */
+    int64_t n[SLIM_MAX_DIMS];    /* their sizes */
+    int64_t so[SLIM_MAX_DIMS];   /* output strides (contiguous) */
     int64_t s[2][SLIM_MAX_DIMS]; /* strides of a and b; 0 = broadcast */
-    int64_t numel;              /* of the output */
-    int64_t numel_in[2];        /* of a and b */
+    int64_t numel;               /* of the output */
+    int64_t numel_in[2];         /* of a and b */
 } bcast;
 
 typedef struct binary_params {
@@ -120,8 +120,8 @@ static slim_status bcast_init(slim_infer_ctx *c, const slim_shape *a, const slim
 /* ---- forward: y = p op q over the canonical form ------------------------ */
 
 /* One run of len elements; sp, sq (0 or 1) are the operands' innermost strides. */
-static void run_apply(float *y, const float *p, const float *q, int64_t len, int64_t sp,
-                      int64_t sq, bool mul)
+static void run_apply(float *y, const float *p, const float *q, int64_t len, int64_t sp, int64_t sq,
+                      bool mul)
 {
     if (sp && sq) {
         if (mul)
@@ -462,8 +462,8 @@ static slim_status bias_add_infer(slim_infer_ctx *c)
     bias_params *p = c->params;
     const slim_tensor_desc *x = &c->inputs[0], *b = &c->inputs[1];
     if (x->dtype != SLIM_F32 || b->dtype != SLIM_F32)
-        return c->fail(c, SLIM_ETYPE, "x and b must be f32 (got %s and %s)",
-                       dtype_name(x->dtype), dtype_name(b->dtype));
+        return c->fail(c, SLIM_ETYPE, "x and b must be f32 (got %s and %s)", dtype_name(x->dtype),
+                       dtype_name(b->dtype));
     char xs[128], bs[128];
     slim_shape_str(&x->shape, xs, sizeof(xs));
     slim_shape_str(&b->shape, bs, sizeof(bs));

@@ -40,8 +40,8 @@ static const char *dtype_name(slim_dtype t)
 enum lrn_pow { POW_ANY, POW_HALF, POW_THREE_QUARTERS, POW_ONE };
 
 typedef struct lrn_params {
-    int64_t rows, ch;  /* x viewed as (ROWS, C) */
-    int64_t r;         /* depth radius, at most C */
+    int64_t rows, ch; /* x viewed as (ROWS, C) */
+    int64_t r;        /* depth radius, at most C */
     float bias, alpha, beta;
     enum lrn_pow kind; /* beta's special case */
     size_t ws_floats;  /* per thread */
@@ -225,8 +225,13 @@ static void lrn_backward_ref(const slim_kernel_ctx *c)
 }
 
 static const slim_attr_spec lrn_attrs[] = {
-    {.name = "depth_radius", .type = SLIM_ATTR_INT, .def = "5", .ranged = true, .min = 0,
-     .max = 1e9, .doc = "half-width r of the channel window (2r+1 channels)"},
+    {.name = "depth_radius",
+     .type = SLIM_ATTR_INT,
+     .def = "5",
+     .ranged = true,
+     .min = 0,
+     .max = 1e9,
+     .doc = "half-width r of the channel window (2r+1 channels)"},
     {.name = "bias", .type = SLIM_ATTR_FLOAT, .def = "1.0", .doc = "offset k"},
     {.name = "alpha", .type = SLIM_ATTR_FLOAT, .def = "1.0", .doc = "scale of the sum of squares"},
     {.name = "beta", .type = SLIM_ATTR_FLOAT, .def = "0.5", .doc = "exponent"},

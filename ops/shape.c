@@ -452,10 +452,15 @@ static void pad_backward(const slim_kernel_ctx *c)
 }
 
 static const slim_attr_spec pad_attrs[] = {
-    {.name = "paddings", .type = SLIM_ATTR_INTS, .def = NULL,
+    {.name = "paddings",
+     .type = SLIM_ATTR_INTS,
+     .def = NULL,
      .doc = "before_0, after_0, before_1, after_1, ... (2 per axis)"},
-    {.name = "mode", .type = SLIM_ATTR_STRING, .def = "CONSTANT",
-     .choices = "CONSTANT|REFLECT|SYMMETRIC|EDGE", .doc = "how the border is filled"},
+    {.name = "mode",
+     .type = SLIM_ATTR_STRING,
+     .def = "CONSTANT",
+     .choices = "CONSTANT|REFLECT|SYMMETRIC|EDGE",
+     .doc = "how the border is filled"},
     {.name = "constant_value", .type = SLIM_ATTR_FLOAT, .def = "0", .doc = "CONSTANT fill"},
 };
 
@@ -530,8 +535,8 @@ static slim_status reshape_infer(slim_infer_ctx *c)
     for (int i = 0; i < n; i++) {
         if (v[i] == -1) {
             if (infer_at >= 0)
-                return c->fail(c, SLIM_ESHAPE,
-                               "shape has more than one -1 (dimensions %d and %d)", infer_at, i);
+                return c->fail(c, SLIM_ESHAPE, "shape has more than one -1 (dimensions %d and %d)",
+                               infer_at, i);
             infer_at = i;
             continue;
         }
@@ -571,7 +576,9 @@ static slim_status reshape_infer(slim_infer_ctx *c)
 }
 
 static const slim_attr_spec reshape_attrs[] = {
-    {.name = "shape", .type = SLIM_ATTR_INTS, .def = NULL,
+    {.name = "shape",
+     .type = SLIM_ATTR_INTS,
+     .def = NULL,
      .doc = "new dimensions; one may be -1 (inferred), 0 copies the input's dimension"},
 };
 
@@ -611,7 +618,9 @@ static slim_status flatten_infer(slim_infer_ctx *c)
 }
 
 static const slim_attr_spec flatten_attrs[] = {
-    {.name = "axis", .type = SLIM_ATTR_INT, .def = "1",
+    {.name = "axis",
+     .type = SLIM_ATTR_INT,
+     .def = "1",
      .doc = "dims before it form the first output dim, the rest the second"},
 };
 
@@ -664,7 +673,9 @@ static slim_status squeeze_infer(slim_infer_ctx *c)
 }
 
 static const slim_attr_spec squeeze_attrs[] = {
-    {.name = "axes", .type = SLIM_ATTR_INTS, .def = "[]",
+    {.name = "axes",
+     .type = SLIM_ATTR_INTS,
+     .def = "[]",
      .doc = "size-1 axes to remove; empty = every size-1 axis"},
 };
 

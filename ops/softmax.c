@@ -106,8 +106,7 @@ static void forward_row(const float *x, float *y, int64_t k, bool log)
 }
 
 /* Columns [0, n) of K rows with stride `inner` (INNER > 1), n <= BLOCK. */
-static void forward_block(const float *x, float *y, int64_t k, int64_t inner, int64_t n,
-                          bool log)
+static void forward_block(const float *x, float *y, int64_t k, int64_t inner, int64_t n, bool log)
 {
     float m[BLOCK], s[BLOCK];
     for (int64_t j = 0; j < n; j++) {

@@ -21,8 +21,13 @@ typedef struct swish_params {
 } swish_params;
 
 static const slim_attr_spec swish_attrs[] = {
-    {.name = "beta", .type = SLIM_ATTR_FLOAT, .def = "1.0", .ranged = true, .min = -100,
-     .max = 100, .doc = "slope of the sigmoid gate"},
+    {.name = "beta",
+     .type = SLIM_ATTR_FLOAT,
+     .def = "1.0",
+     .ranged = true,
+     .min = -100,
+     .max = 100,
+     .doc = "slope of the sigmoid gate"},
 };
 
 static slim_status swish_infer(slim_infer_ctx *c)
@@ -110,8 +115,7 @@ SLIM_EXPORT const slim_plugin_info *slim_plugin_get_info(void)
 }
 
 #ifndef SWISH_NO_INIT
-SLIM_EXPORT slim_status slim_plugin_init(slim_registry *reg, const slim_host *host,
-                                         slim_error *err)
+SLIM_EXPORT slim_status slim_plugin_init(slim_registry *reg, const slim_host *host, slim_error *err)
 {
     return host->register_op(reg, &swish_op, err);
 }

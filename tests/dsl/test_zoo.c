@@ -53,7 +53,8 @@ static const zoo_case cases[] = {
     {"mobilenet_v2", {0}, 1000, 3538984, 3504872, 0, 0, {0}},
     {"mobilenet_v2", {"depth_multiplier=1.4"}, 1000, 6156712, 6108776, 0, 0, {0}},
     {"mobilenet_v2", {0}, 0, 3540265, 3506153, 64, 10, {0}},
-    /* written from README.md's model language reference alone; ResNet-20 has 0.27 M parameters (He et al. 2015) */
+    /* written from README.md's model language reference alone; ResNet-20 has 0.27 M parameters (He
+       et al. 2015) */
     {"examples/resnet_cifar", {0}, 0, 274042, 272474, 32, 10, {0}},
 };
 

@@ -66,18 +66,24 @@ static slim_graph *build_net(int batch, int hw)
     slim_shape xs = {4, {batch, hw, hw, 1}}, ys = {1, {batch}};
     CHECK(slim_graph_input(g, "images", SLIM_F32, &xs, &x, &err));
     CHECK(slim_graph_input(g, "labels", SLIM_I32, &ys, &y, &err));
-    slim_tid w1 = param(g, "net/conv1/weights", 4, (int64_t[]){3, 3, 1, 8}, SLIM_INIT_TRUNCATED_NORMAL, 0.3, SLIM_PARAM_TRAINABLE);
-    slim_tid b1 = param(g, "net/conv1/biases", 1, (int64_t[]){8}, SLIM_INIT_ZEROS, 0, SLIM_PARAM_TRAINABLE);
+    slim_tid w1 = param(g, "net/conv1/weights", 4, (int64_t[]){3, 3, 1, 8},
+                        SLIM_INIT_TRUNCATED_NORMAL, 0.3, SLIM_PARAM_TRAINABLE);
+    slim_tid b1 =
+        param(g, "net/conv1/biases", 1, (int64_t[]){8}, SLIM_INIT_ZEROS, 0, SLIM_PARAM_TRAINABLE);
     slim_tid h = add1(g, "conv2d", "net/conv1/conv", (slim_tid[]){x, w1, b1}, 3, NULL);
     h = add1(g, "relu", "net/conv1/relu", &h, 1, NULL);
-    slim_tid pool = add1(g, "max_pool", "net/pool1", &h, 1, "ksize=[2,2]; strides=[2,2]; padding=VALID");
-    slim_tid w2 = param(g, "net/conv2/weights", 4, (int64_t[]){3, 3, 8, 8}, SLIM_INIT_TRUNCATED_NORMAL, 0.2, SLIM_PARAM_TRAINABLE);
+    slim_tid pool =
+        add1(g, "max_pool", "net/pool1", &h, 1, "ksize=[2,2]; strides=[2,2]; padding=VALID");
+    slim_tid w2 = param(g, "net/conv2/weights", 4, (int64_t[]){3, 3, 8, 8},
+                        SLIM_INIT_TRUNCATED_NORMAL, 0.2, SLIM_PARAM_TRAINABLE);
     slim_tid h2 = add1(g, "conv2d", "net/conv2/conv", (slim_tid[]){pool, w2}, 2, NULL);
     slim_tid r = add1(g, "add", "net/residual", (slim_tid[]){h2, pool}, 2, NULL);
     r = add1(g, "relu", "net/conv2/relu", &r, 1, NULL);
     slim_tid gap = add1(g, "global_avg_pool", "net/gap", &r, 1, "keep_dims=false");
-    slim_tid wf = param(g, "net/logits/weights", 2, (int64_t[]){8, 2}, SLIM_INIT_XAVIER_UNIFORM, 0, SLIM_PARAM_TRAINABLE);
-    slim_tid bf = param(g, "net/logits/biases", 1, (int64_t[]){2}, SLIM_INIT_ZEROS, 0, SLIM_PARAM_TRAINABLE);
+    slim_tid wf = param(g, "net/logits/weights", 2, (int64_t[]){8, 2}, SLIM_INIT_XAVIER_UNIFORM, 0,
+                        SLIM_PARAM_TRAINABLE);
+    slim_tid bf =
+        param(g, "net/logits/biases", 1, (int64_t[]){2}, SLIM_INIT_ZEROS, 0, SLIM_PARAM_TRAINABLE);
     slim_tid logits = add1(g, "fully_connected", "net/logits", (slim_tid[]){gap, wf, bf}, 3, NULL);
     slim_tid scale = param(g, "net/scale", 1, (int64_t[]){2}, SLIM_INIT_CONSTANT, 0, 0);
     logits = add1(g, "multiply", "net/scaled_logits", (slim_tid[]){logits, scale}, 2, NULL);
@@ -107,7 +113,8 @@ static void make_batch(slim_program *p, int batch, int hw, int64_t step)
         int cy = (int)(slim_rand_u64(42, 3, k) % (uint64_t)(hw - 1));
         for (int i = 0; i < hw; i++)
             for (int j = 0; j < hw; j++) {
-                float noise = 0.2f * (slim_rand_uniform(42, 4, k * 4096 + (uint64_t)(i * hw + j)) - 0.5f);
+                float noise =
+                    0.2f * (slim_rand_uniform(42, 4, k * 4096 + (uint64_t)(i * hw + j)) - 0.5f);
                 float blob = (abs(i - cy) <= 1 && abs(j - cx) <= 1) ? 1.0f : 0.0f;
                 x[(n * hw + i) * hw + j] = blob + noise;
             }
@@ -123,7 +130,9 @@ static int train(int nth, float **weights_out, size_t *n_weights, double *final_
     CHECK(slim_graph_init_params(g, 7, &err));
     slim_attrs *oa = slim_attrs_new();
     slim_attrs_set_float(oa, "momentum", 0.9);
-    slim_compile_opts co = {.training = true, .num_threads = nth, .optimizer = "momentum_update",
+    slim_compile_opts co = {.training = true,
+                            .num_threads = nth,
+                            .optimizer = "momentum_update",
                             .optimizer_attrs = oa};
     slim_program *p;
     CHECK(slim_graph_compile(g, &co, &p, &err));
@@ -133,7 +142,8 @@ static int train(int nth, float **weights_out, size_t *n_weights, double *final_
     int steps = 0;
     for (int s = 0; s < 400; s++, steps++) {
         make_batch(p, batch, hw, s);
-        CHECK(slim_program_run(p, &(slim_run_opts){.learning_rate = 0.05f, .step = s, .seed = 1}, &err));
+        CHECK(slim_program_run(p, &(slim_run_opts){.learning_rate = 0.05f, .step = s, .seed = 1},
+                               &err));
         slim_tensor l, a;
         CHECK(slim_program_output(p, "loss/total", &l, &err));
         CHECK(slim_program_output(p, "accuracy", &a, &err));
@@ -211,7 +221,8 @@ static void gradcheck(void)
             if (er > worst) {
                 worst = er;
                 if (getenv("SLIM_TEST_VERBOSE"))
-                    harness_diag("%s[%lld]: analytic %g numeric %g", names[k], (long long)e, grad[e], num);
+                    harness_diag("%s[%lld]: analytic %g numeric %g", names[k], (long long)e,
+                                 grad[e], num);
             }
         }
         harness_ok(worst < 0.05, "whole-graph gradient of %s vs finite differences (err %.3g)",
@@ -245,9 +256,12 @@ static void frozen_batch_norm(void)
         slim_tid x;
         slim_shape xs = {4, {4, 3, 3, 2}};
         CHECK(slim_graph_input(g, "x", SLIM_F32, &xs, &x, &err));
-        slim_tid w = param(g, "a/weights", 4, (int64_t[]){1, 1, 2, 2}, SLIM_INIT_TRUNCATED_NORMAL, 0.5, SLIM_PARAM_TRAINABLE);
-        slim_tid gm = param(g, "b/gamma", 1, (int64_t[]){2}, SLIM_INIT_CONSTANT, 0, SLIM_PARAM_TRAINABLE);
-        slim_tid bt = param(g, "b/beta", 1, (int64_t[]){2}, SLIM_INIT_ZEROS, 0, SLIM_PARAM_TRAINABLE);
+        slim_tid w = param(g, "a/weights", 4, (int64_t[]){1, 1, 2, 2}, SLIM_INIT_TRUNCATED_NORMAL,
+                           0.5, SLIM_PARAM_TRAINABLE);
+        slim_tid gm =
+            param(g, "b/gamma", 1, (int64_t[]){2}, SLIM_INIT_CONSTANT, 0, SLIM_PARAM_TRAINABLE);
+        slim_tid bt =
+            param(g, "b/beta", 1, (int64_t[]){2}, SLIM_INIT_ZEROS, 0, SLIM_PARAM_TRAINABLE);
         slim_tid mm = param(g, "b/moving_mean", 1, (int64_t[]){2}, SLIM_INIT_ZEROS, 0, 0);
         slim_tid mv = param(g, "b/moving_variance", 1, (int64_t[]){2}, SLIM_INIT_CONSTANT, 0, 0);
         slim_tid h = add1(g, "conv2d", "a/conv", (slim_tid[]){x, w}, 2, NULL);
@@ -256,8 +270,8 @@ static void frozen_batch_norm(void)
         CHECK(slim_graph_set_loss(g, loss, &err));
         CHECK(slim_graph_init_params(g, 1, &err));
         slim_program *p;
-        slim_compile_opts co = {.training = true, .optimizer = "sgd_update",
-                                .trainable_scopes = frozen ? "a/" : NULL};
+        slim_compile_opts co = {
+            .training = true, .optimizer = "sgd_update", .trainable_scopes = frozen ? "a/" : NULL};
         CHECK(slim_graph_compile(g, &co, &p, &err));
         slim_tensor xi, m;
         CHECK(slim_program_input(p, "x", &xi, &err));
@@ -267,9 +281,11 @@ static void frozen_batch_norm(void)
         CHECK(slim_graph_param_get(g, "b/moving_mean", &m, &err));
         float m0 = ((float *)m.data)[0];
         if (frozen)
-            harness_ok(m0 == 0.0f, "batch norm outside trainable_scopes keeps its moving mean (%g)", m0);
+            harness_ok(m0 == 0.0f, "batch norm outside trainable_scopes keeps its moving mean (%g)",
+                       m0);
         else
-            harness_ok(m0 != 0.0f, "batch norm inside the trained scopes updates its moving mean (%g)", m0);
+            harness_ok(m0 != 0.0f,
+                       "batch norm inside the trained scopes updates its moving mean (%g)", m0);
         slim_program_free(p);
         slim_graph_free(g);
     }
@@ -283,13 +299,15 @@ static void errors(void)
     slim_shape xs = {4, {2, 8, 8, 3}};
     CHECK(slim_graph_input(g, "x", SLIM_F32, &xs, &x, &err));
     w = param(g, "w", 4, (int64_t[]){3, 3, 4, 16}, SLIM_INIT_ZEROS, 0, SLIM_PARAM_TRAINABLE);
-    slim_status st = slim_graph_add(g, "conv2d", "conv1", (slim_tid[]){x, w}, 2, NULL, &y, 1, NULL, &err);
+    slim_status st =
+        slim_graph_add(g, "conv2d", "conv1", (slim_tid[]){x, w}, 2, NULL, &y, 1, NULL, &err);
     harness_ok(st == SLIM_ESHAPE && strstr(err.msg, "conv1") && strstr(err.msg, "conv2d") &&
                    strstr(err.msg, "(2,8,8,3)") && strstr(err.msg, "(3,3,4,16)"),
                "a shape mismatch names the node, the op and the shapes");
     harness_diag("message: %s", err.msg);
     st = slim_graph_add(g, "conv3d", "c", &x, 1, NULL, &y, 1, NULL, &err);
-    harness_ok(st == SLIM_ENOTFOUND && strstr(err.msg, "unknown op 'conv3d'"), "unknown op: %s", err.msg);
+    harness_ok(st == SLIM_ENOTFOUND && strstr(err.msg, "unknown op 'conv3d'"), "unknown op: %s",
+               err.msg);
     slim_attrs *a = slim_attrs_new();
     slim_attrs_set_text(a, "padding", "SMAE");
     slim_attrs_set_text(a, "ksize", "[2, 2]");
@@ -301,10 +319,13 @@ static void errors(void)
     harness_ok(st == SLIM_EEXIST, "a duplicate name is refused: %s", err.msg);
     slim_tid r = add1(g, "relu", "r", &x, 1, NULL);
     st = slim_graph_set_loss(g, r, &err);
-    harness_ok(st == SLIM_ESHAPE && strstr(err.msg, "scalar"), "a non-scalar loss is refused: %s", err.msg);
+    harness_ok(st == SLIM_ESHAPE && strstr(err.msg, "scalar"), "a non-scalar loss is refused: %s",
+               err.msg);
     slim_program *p;
-    st = slim_graph_compile(g, &(slim_compile_opts){.training = true, .optimizer = "sgd_update"}, &p, &err);
-    harness_ok(st == SLIM_ESTATE && strstr(err.msg, "loss"), "training without a loss is refused: %s", err.msg);
+    st = slim_graph_compile(g, &(slim_compile_opts){.training = true, .optimizer = "sgd_update"},
+                            &p, &err);
+    harness_ok(st == SLIM_ESTATE && strstr(err.msg, "loss"),
+               "training without a loss is refused: %s", err.msg);
     slim_graph_free(g);
 }
 
@@ -359,8 +380,10 @@ int main(void)
     double l1, l2, l3, a1, a2, a3;
     slim_program_stats s1, s2, s3;
     train(1, &w1, &n1, &l1, &a1, &s1);
-    harness_ok(l1 < 0.15 && a1 > 0.95, "a small convnet learns the synthetic task "
-               "(loss %.4f < 0.15, accuracy %.3f > 0.95)", l1, a1);
+    harness_ok(l1 < 0.15 && a1 > 0.95,
+               "a small convnet learns the synthetic task "
+               "(loss %.4f < 0.15, accuracy %.3f > 0.95)",
+               l1, a1);
     harness_ok(s1.arena_bytes < s1.naive_bytes,
                "the memory plan reuses buffers (arena %zu bytes, one buffer each: %zu)",
                s1.arena_bytes, s1.naive_bytes);

@@ -41,13 +41,22 @@ int main(void)
 
     /* forward, reference, finite differences through the generic harness */
     harness_case cases[] = {
-        {.name = "beta1", .op = "swish", .n_in = 1, .in = {{.rank = 2, .dim = {3, 5}, .lo = -3, .hi = 3}}},
-        {.name = "beta2_nhwc", .op = "swish", .attrs = "beta=2.5", .n_in = 1,
+        {.name = "beta1",
+         .op = "swish",
+         .n_in = 1,
+         .in = {{.rank = 2, .dim = {3, 5}, .lo = -3, .hi = 3}}},
+        {.name = "beta2_nhwc",
+         .op = "swish",
+         .attrs = "beta=2.5",
+         .n_in = 1,
          .in = {{.rank = 4, .dim = {1, 3, 3, 7}, .lo = -2, .hi = 2}}},
-        {.name = "known", .op = "swish", .n_in = 1,
+        {.name = "known",
+         .op = "swish",
+         .n_in = 1,
          .in = {{.rank = 1, .dim = {3}, .values = (const float[]){0.0f, 1.0f, -2.0f}}},
          /* x * sigmoid(x): 0, 0.7310586, -2*0.1192029 */
-         .expect = (const float[]){0.0f, 0.73105858f, -0.23840584f}, .fwd_tol = 1e-6},
+         .expect = (const float[]){0.0f, 0.73105858f, -0.23840584f},
+         .fwd_tol = 1e-6},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
         harness_run(reg, &cases[i]);

@@ -9,19 +9,28 @@ extern const harness_family harness_family_activation;
 
 #define CASE(name_, op_, attrs_, n_, ...)                                                          \
     .name = name_, .op = op_, .attrs = attrs_, .n_in = n_, .in = {__VA_ARGS__}
-#define F32(r, ...) {.rank = r, .dim = {__VA_ARGS__}}
-#define F32R(lo_, hi_, r, ...) {.rank = r, .dim = {__VA_ARGS__}, .lo = lo_, .hi = hi_}
-#define VALS(r, v, ...) {.rank = r, .dim = {__VA_ARGS__}, .values = v}
+#define F32(r, ...)                                                                                \
+    {                                                                                              \
+        .rank = r, .dim = { __VA_ARGS__ }                                                          \
+    }
+#define F32R(lo_, hi_, r, ...)                                                                     \
+    {                                                                                              \
+        .rank = r, .dim = {__VA_ARGS__}, .lo = lo_, .hi = hi_                                      \
+    }
+#define VALS(r, v, ...)                                                                            \
+    {                                                                                              \
+        .rank = r, .dim = {__VA_ARGS__}, .values = v                                               \
+    }
 
 static const float relu_x[] = {-2, -0.5f, 0, 0.5f, 3};
 static const float relu_y[] = {0, 0, 0, 0.5f, 3};
 static const float relu6_x[] = {-1, -0.01f, 0, 0.01f, 5.99f, 6, 6.01f, 100};
 static const float relu6_y[] = {0, 0, 0, 0.01f, 5.99f, 6, 6, 6};
 static const float leaky_x[] = {-2, -0.5f, 0, 3};
-static const float leaky_y[] = {-0.4f, -0.1f, 0, 3};     /* default alpha 0.2 */
-static const float leaky_y01[] = {-0.2f, -0.05f, 0, 3};  /* alpha 0.1 */
+static const float leaky_y[] = {-0.4f, -0.1f, 0, 3};    /* default alpha 0.2 */
+static const float leaky_y01[] = {-0.2f, -0.05f, 0, 3}; /* alpha 0.1 */
 static const float elu_x[] = {-1, 0, 2, -20};
-static const float elu_y[] = {-0.63212056f, 0, 2, -1};   /* e^-1 - 1; e^-20 - 1 ~ -1 */
+static const float elu_y[] = {-0.63212056f, 0, 2, -1}; /* e^-1 - 1; e^-20 - 1 ~ -1 */
 static const float elu_y05[] = {-0.31606028f, 0, 2, -0.5f};
 /* sigmoid(ln 3) = 3/4, tanh(ln 2) = (2 - 1/2) / (2 + 1/2) = 0.6; saturation at +-100. */
 static const float sig_x[] = {0, 1.0986123f, -1.0986123f, 100, -100};
@@ -61,5 +70,5 @@ static const harness_case cases[] = {
     {CASE("known", "tanh", NULL, 1, VALS(1, tanh_x, 5)), .expect = tanh_y},
 };
 
-const harness_family harness_family_activation = {
-    "activation", cases, (int)(sizeof cases / sizeof cases[0]), NULL};
+const harness_family harness_family_activation = {"activation", cases,
+                                                  (int)(sizeof cases / sizeof cases[0]), NULL};

@@ -14,8 +14,14 @@ extern const harness_family harness_family_dropout;
 
 #define CASE(name_, op_, attrs_, n_, ...)                                                          \
     .name = name_, .op = op_, .attrs = attrs_, .n_in = n_, .in = {__VA_ARGS__}
-#define F32(r, ...) {.rank = r, .dim = {__VA_ARGS__}}
-#define VALS(r, v, ...) {.rank = r, .dim = {__VA_ARGS__}, .values = v}
+#define F32(r, ...)                                                                                \
+    {                                                                                              \
+        .rank = r, .dim = { __VA_ARGS__ }                                                          \
+    }
+#define VALS(r, v, ...)                                                                            \
+    {                                                                                              \
+        .rank = r, .dim = {__VA_ARGS__}, .values = v                                               \
+    }
 
 static const float x4[] = {1, -2, 3, 0.5f};
 
@@ -29,8 +35,8 @@ static const harness_case cases[] = {
 };
 
 /* Run dropout once on n elements of x; returns the runner (caller frees) or NULL. */
-static slim__oprun *run(const slim_registry *reg, double keep, bool training, int nth,
-                        int64_t n, float *x, int64_t step)
+static slim__oprun *run(const slim_registry *reg, double keep, bool training, int nth, int64_t n,
+                        float *x, int64_t step)
 {
     slim_attrs *a = slim_attrs_new();
     slim_attrs_set_float(a, "keep_prob", keep);
@@ -76,8 +82,7 @@ static int extra(const slim_registry *reg)
         }
     }
     double frac = (double)kept / N; /* sd = sqrt(0.21 / N) ~ 0.0032 */
-    harness_ok(fabs(frac - keep) < 0.02, "dropout/extra: kept fraction %.4f near %.2f", frac,
-               keep);
+    harness_ok(fabs(frac - keep) < 0.02, "dropout/extra: kept fraction %.4f near %.2f", frac, keep);
     harness_ok(bad_scale == 0, "dropout/extra: kept elements scaled by 1/keep_prob (%d wrong)",
                bad_scale);
     void *in[1] = {x};
@@ -99,8 +104,10 @@ static int extra(const slim_registry *reg)
     int differ = 0;
     for (int i = 0; r && i < N; i++)
         differ += (((const float *)slim__oprun_output(r, 0).data)[i] != 0) != (y1[i] != 0);
-    harness_ok(r && differ > N / 10, "dropout/extra: step 6 draws a different mask (%d of %d "
-               "elements differ)", differ, N);
+    harness_ok(r && differ > N / 10,
+               "dropout/extra: step 6 draws a different mask (%d of %d "
+               "elements differ)",
+               differ, N);
     slim__oprun_free(r);
     r = run(reg, keep, true, 1, N, x, 5);
     int same = r != NULL;
@@ -151,5 +158,5 @@ out:
     return harness_failures() - before;
 }
 
-const harness_family harness_family_dropout = {
-    "dropout", cases, (int)(sizeof cases / sizeof cases[0]), extra};
+const harness_family harness_family_dropout = {"dropout", cases,
+                                               (int)(sizeof cases / sizeof cases[0]), extra};

@@ -11,8 +11,14 @@ extern const harness_family harness_family_elementwise;
 
 #define CASE(name_, op_, attrs_, n_, ...)                                                          \
     .name = name_, .op = op_, .attrs = attrs_, .n_in = n_, .in = {__VA_ARGS__}
-#define F32(r, ...) {.rank = r, .dim = {__VA_ARGS__}}
-#define VALS(r, v, ...) {.rank = r, .dim = {__VA_ARGS__}, .values = v}
+#define F32(r, ...)                                                                                \
+    {                                                                                              \
+        .rank = r, .dim = { __VA_ARGS__ }                                                          \
+    }
+#define VALS(r, v, ...)                                                                            \
+    {                                                                                              \
+        .rank = r, .dim = {__VA_ARGS__}, .values = v                                               \
+    }
 
 static const float m22[] = {1, 2, 3, 4}, row2[] = {10, 20}, col2[] = {2, 3};
 static const float add_row[] = {11, 22, 13, 24};   /* [[1,2],[3,4]] + [10,20] */
@@ -44,8 +50,8 @@ static const harness_case cases[] = {
     {CASE("known_row", "add", NULL, 2, VALS(2, m22, 2, 2), VALS(1, row2, 2)), .expect = add_row},
     {CASE("known_outer", "add", NULL, 2, VALS(2, col2, 2, 1), VALS(1, row2, 2)),
      .expect = add_outer},
-    {CASE("known_three", "add", NULL, 3,
-          VALS(2, m22, 2, 2), VALS(2, m22, 2, 2), VALS(2, tiled, 2, 2)),
+    {CASE("known_three", "add", NULL, 3, VALS(2, m22, 2, 2), VALS(2, m22, 2, 2),
+          VALS(2, tiled, 2, 2)),
      .expect = sum3},
 
     {CASE("same", "multiply", NULL, 2, F32(4, 2, 3, 4, 5), F32(4, 2, 3, 4, 5))},
@@ -71,7 +77,13 @@ static const harness_case cases[] = {
     {CASE("known", "bias_add", NULL, 2, VALS(2, m22, 2, 2), VALS(1, bias_b, 2)), .expect = bias_y},
 };
 
-#define DESC(r, ...) {SLIM_F32, {.rank = r, .dim = {__VA_ARGS__}}}
+#define DESC(r, ...)                                                                               \
+    {                                                                                              \
+        SLIM_F32,                                                                                  \
+        {                                                                                          \
+            .rank = r, .dim = { __VA_ARGS__ }                                                      \
+        }                                                                                          \
+    }
 
 /* infer must reject the inputs (attribute key=val, or none) with a message containing want. */
 static void expect_error(const slim_registry *reg, const char *label, const char *op,
@@ -108,5 +120,5 @@ static int extra(const slim_registry *reg)
     return harness_failures() - before;
 }
 
-const harness_family harness_family_elementwise = {
-    "elementwise", cases, (int)(sizeof cases / sizeof cases[0]), extra};
+const harness_family harness_family_elementwise = {"elementwise", cases,
+                                                   (int)(sizeof cases / sizeof cases[0]), extra};

@@ -8,9 +8,18 @@ extern const harness_family harness_family_lrn;
 
 #define CASE(name_, op_, attrs_, n_, ...)                                                          \
     .name = name_, .op = op_, .attrs = attrs_, .n_in = n_, .in = {__VA_ARGS__}
-#define F32(r, ...) {.rank = r, .dim = {__VA_ARGS__}}
-#define F32R(lo_, hi_, r, ...) {.rank = r, .dim = {__VA_ARGS__}, .lo = lo_, .hi = hi_}
-#define VALS(r, v, ...) {.rank = r, .dim = {__VA_ARGS__}, .values = v}
+#define F32(r, ...)                                                                                \
+    {                                                                                              \
+        .rank = r, .dim = { __VA_ARGS__ }                                                          \
+    }
+#define F32R(lo_, hi_, r, ...)                                                                     \
+    {                                                                                              \
+        .rank = r, .dim = {__VA_ARGS__}, .lo = lo_, .hi = hi_                                      \
+    }
+#define VALS(r, v, ...)                                                                            \
+    {                                                                                              \
+        .rank = r, .dim = {__VA_ARGS__}, .values = v                                               \
+    }
 
 /* x = [1,2,3], r = 1, bias 1, alpha 1, beta 1: S = [5,14,13], n = [6,15,14], y = x/n. */
 static const float x123[] = {1, 2, 3};

@@ -11,11 +11,17 @@ extern const harness_family harness_family_shape;
 
 #define CASE(name_, op_, attrs_, n_, ...)                                                          \
     .name = name_, .op = op_, .attrs = attrs_, .n_in = n_, .in = {__VA_ARGS__}
-#define F32(r, ...) {.rank = r, .dim = {__VA_ARGS__}}
-#define VALS(r, v, ...) {.rank = r, .dim = {__VA_ARGS__}, .values = v}
+#define F32(r, ...)                                                                                \
+    {                                                                                              \
+        .rank = r, .dim = { __VA_ARGS__ }                                                          \
+    }
+#define VALS(r, v, ...)                                                                            \
+    {                                                                                              \
+        .rank = r, .dim = {__VA_ARGS__}, .values = v                                               \
+    }
 
 static const float cat_a[] = {1, 2, 3, 4}, cat_b[] = {5, 6};
-static const float cat_y[] = {1, 2, 5, 3, 4, 6}; /* [[1,2],[3,4]] ++ [[5],[6]] on axis 1 */
+static const float cat_y[] = {1, 2, 5, 3, 4, 6};  /* [[1,2],[3,4]] ++ [[5],[6]] on axis 1 */
 static const float cat_y0[] = {1, 2, 3, 4, 5, 6}; /* (2,2) ++ (1,2) on axis 0 */
 
 /* [1,2,3] padded with 2 before and 1 after. */
@@ -31,10 +37,10 @@ static const float six[] = {1, 2, 3, 4, 5, 6};
 
 static const harness_case cases[] = {
     {CASE("axis0", "concat", "axis=0", 2, F32(4, 2, 3, 2, 2), F32(4, 1, 3, 2, 2))},
-    {CASE("axis1_three", "concat", "axis=1", 3,
-          F32(4, 2, 1, 3, 2), F32(4, 2, 2, 3, 2), F32(4, 2, 3, 3, 2))},
-    {CASE("axis2_four", "concat", "axis=2", 4,
-          F32(4, 1, 2, 1, 3), F32(4, 1, 2, 2, 3), F32(4, 1, 2, 3, 3), F32(4, 1, 2, 1, 3))},
+    {CASE("axis1_three", "concat", "axis=1", 3, F32(4, 2, 1, 3, 2), F32(4, 2, 2, 3, 2),
+          F32(4, 2, 3, 3, 2))},
+    {CASE("axis2_four", "concat", "axis=2", 4, F32(4, 1, 2, 1, 3), F32(4, 1, 2, 2, 3),
+          F32(4, 1, 2, 3, 3), F32(4, 1, 2, 1, 3))},
     {CASE("axis3", "concat", "axis=3", 2, F32(4, 2, 2, 2, 3), F32(4, 2, 2, 2, 5))},
     {CASE("axis_neg1_default", "concat", NULL, 3, F32(2, 3, 4), F32(2, 3, 1), F32(2, 3, 2))},
     {CASE("axis_neg3", "concat", "axis=-3", 2, F32(3, 1, 2, 3), F32(3, 2, 2, 3))},
@@ -86,7 +92,13 @@ static const harness_case cases[] = {
     {CASE("known", "squeeze", NULL, 1, VALS(3, six, 1, 6, 1)), .expect = six},
 };
 
-#define DESC(r, ...) {SLIM_F32, {.rank = r, .dim = {__VA_ARGS__}}}
+#define DESC(r, ...)                                                                               \
+    {                                                                                              \
+        SLIM_F32,                                                                                  \
+        {                                                                                          \
+            .rank = r, .dim = { __VA_ARGS__ }                                                      \
+        }                                                                                          \
+    }
 
 /* infer must reject the inputs with attributes a with a message containing want (frees a). */
 static void expect_error_attrs(const slim_registry *reg, const char *label, const char *op,
@@ -133,8 +145,7 @@ static int extra(const slim_registry *reg)
     expect_error(reg, "pad_negative", "pad", "paddings", "[0,0,-1,0]", 1, x, "must be >= 0");
     expect_error(reg, "reshape_numel", "reshape", "shape", "[5,-1]", 1, x, "not a multiple");
     expect_error(reg, "reshape_size", "reshape", "shape", "[5,2]", 1, x, "cannot reshape");
-    expect_error(reg, "reshape_two_infer", "reshape", "shape", "[-1,-1]", 1, x,
-                 "more than one -1");
+    expect_error(reg, "reshape_two_infer", "reshape", "shape", "[-1,-1]", 1, x, "more than one -1");
     expect_error(reg, "reshape_zero", "reshape", "shape", "[2,6,0]", 1, x, "has rank 2");
     expect_error(reg, "flatten_axis", "flatten", "axis", "3", 1, x, "out of range");
     slim_tensor_desc s[] = {DESC(3, 1, 3, 1)};
@@ -143,5 +154,5 @@ static int extra(const slim_registry *reg)
     return harness_failures() - before;
 }
 
-const harness_family harness_family_shape = {
-    "shape", cases, (int)(sizeof cases / sizeof cases[0]), extra};
+const harness_family harness_family_shape = {"shape", cases, (int)(sizeof cases / sizeof cases[0]),
+                                             extra};

@@ -10,9 +10,18 @@ extern const harness_family harness_family_softmax;
 
 #define CASE(name_, op_, attrs_, n_, ...)                                                          \
     .name = name_, .op = op_, .attrs = attrs_, .n_in = n_, .in = {__VA_ARGS__}
-#define F32(r, ...) {.rank = r, .dim = {__VA_ARGS__}}
-#define F32R(lo_, hi_, r, ...) {.rank = r, .dim = {__VA_ARGS__}, .lo = lo_, .hi = hi_}
-#define VALS(r, v, ...) {.rank = r, .dim = {__VA_ARGS__}, .values = v}
+#define F32(r, ...)                                                                                \
+    {                                                                                              \
+        .rank = r, .dim = { __VA_ARGS__ }                                                          \
+    }
+#define F32R(lo_, hi_, r, ...)                                                                     \
+    {                                                                                              \
+        .rank = r, .dim = {__VA_ARGS__}, .lo = lo_, .hi = hi_                                      \
+    }
+#define VALS(r, v, ...)                                                                            \
+    {                                                                                              \
+        .rank = r, .dim = {__VA_ARGS__}, .values = v                                               \
+    }
 
 /* softmax([1,2,3]) = e^k / (e + e^2 + e^3); log_softmax = k - log(e + e^2 + e^3). */
 static const float x123[] = {1, 2, 3};
@@ -51,7 +60,13 @@ static const harness_case cases[] = {
      .no_grad = true},
 };
 
-#define DESC(r, ...) {SLIM_F32, {.rank = r, .dim = {__VA_ARGS__}}}
+#define DESC(r, ...)                                                                               \
+    {                                                                                              \
+        SLIM_F32,                                                                                  \
+        {                                                                                          \
+            .rank = r, .dim = { __VA_ARGS__ }                                                      \
+        }                                                                                          \
+    }
 
 /* infer must reject the inputs (attribute key=val, or none) with a message containing want. */
 static void expect_error(const slim_registry *reg, const char *label, const char *op,
@@ -83,5 +98,5 @@ static int extra(const slim_registry *reg)
     return harness_failures() - before;
 }
 
-const harness_family harness_family_softmax = {
-    "softmax", cases, (int)(sizeof cases / sizeof cases[0]), extra};
+const harness_family harness_family_softmax = {"softmax", cases,
+                                               (int)(sizeof cases / sizeof cases[0]), extra};

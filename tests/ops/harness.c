@@ -123,9 +123,15 @@ static void fill_input(const harness_input *hi, buf *b)
         double v = lo + (hi_ - lo) * rnd();
         switch (b->d.dtype) {
         case SLIM_F32: ((float *)b->data)[i] = hi->values ? hi->values[i] : (float)v; break;
-        case SLIM_U8: ((uint8_t *)b->data)[i] = (uint8_t)(hi->ivalues ? hi->ivalues[i] : floor(v)); break;
-        case SLIM_I32: ((int32_t *)b->data)[i] = (int32_t)(hi->ivalues ? hi->ivalues[i] : floor(v)); break;
-        case SLIM_I64: ((int64_t *)b->data)[i] = hi->ivalues ? hi->ivalues[i] : (int64_t)floor(v); break;
+        case SLIM_U8:
+            ((uint8_t *)b->data)[i] = (uint8_t)(hi->ivalues ? hi->ivalues[i] : floor(v));
+            break;
+        case SLIM_I32:
+            ((int32_t *)b->data)[i] = (int32_t)(hi->ivalues ? hi->ivalues[i] : floor(v));
+            break;
+        case SLIM_I64:
+            ((int64_t *)b->data)[i] = hi->ivalues ? hi->ivalues[i] : (int64_t)floor(v);
+            break;
         }
     }
 }
@@ -334,8 +340,8 @@ int harness_run(const slim_registry *reg, const harness_case *c)
                     if (!(x <= worst))
                         worst = isnan(x) ? INFINITY : x;
                 }
-            harness_ok(worst <= fwd_tol * 10, "%s: backward 3 threads vs reference (max rel err %.2g)",
-                       label, worst);
+            harness_ok(worst <= fwd_tol * 10,
+                       "%s: backward 3 threads vs reference (max rel err %.2g)", label, worst);
         }
         for (int i = 0; i < c->n_in; i++) {
             if (!din[i])
@@ -372,8 +378,9 @@ int harness_run(const slim_registry *reg, const harness_case *c)
                 }
             }
             bool ok = worst <= grad_tol;
-            harness_ok(ok, "%s: gradient of input %d vs finite differences (%lld samples, max err %.2g)",
-                       label, i, (long long)samples, worst);
+            harness_ok(
+                ok, "%s: gradient of input %d vs finite differences (%lld samples, max err %.2g)",
+                label, i, (long long)samples, worst);
             if (!ok)
                 harness_diag("element %lld: analytic %.8g, numeric %.8g", (long long)wi, wa, wn);
         }

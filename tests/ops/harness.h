@@ -14,7 +14,7 @@
 #include <slim/slim.h>
 
 typedef struct harness_input {
-    slim_dtype dtype;       /* 0 = SLIM_F32 */
+    slim_dtype dtype; /* 0 = SLIM_F32 */
     int rank;
     int64_t dim[SLIM_MAX_DIMS];
     double lo, hi;          /* values drawn uniformly in [lo, hi); ints in [lo, hi) too.
@@ -25,16 +25,16 @@ typedef struct harness_input {
 } harness_input;
 
 typedef struct harness_case {
-    const char *name;  /* "same_s2": printed as op/name */
+    const char *name; /* "same_s2": printed as op/name */
     const char *op;
     const char *attrs; /* "strides=[2, 2]; padding=SAME" parsed with slim_attrs_set_text */
     int n_in;
     harness_input in[8];
-    bool training;     /* infer and kernels in training mode */
-    double fwd_tol;    /* max |fast - ref| / (1 + |ref|); 0 = 1e-4 */
-    double grad_tol;   /* max |analytic - numeric| / (1e-2 + |numeric|) ...; 0 = 2e-2 */
-    double eps;        /* finite-difference step; 0 = 1e-3 */
-    bool no_grad;      /* skip the gradient check (op not differentiable) */
+    bool training;             /* infer and kernels in training mode */
+    double fwd_tol;            /* max |fast - ref| / (1 + |ref|); 0 = 1e-4 */
+    double grad_tol;           /* max |analytic - numeric| / (1e-2 + |numeric|) ...; 0 = 2e-2 */
+    double eps;                /* finite-difference step; 0 = 1e-3 */
+    bool no_grad;              /* skip the gradient check (op not differentiable) */
     unsigned skip_grad_inputs; /* bit i: do not check input i's gradient */
     /* Expected output 0 values (numel of them) for a known-value check with
      * fixed inputs, or NULL. Compared with tolerance fwd_tol. */
