@@ -11,7 +11,7 @@ libslim_core_la_SOURCES += \
 	datasets/image.c datasets/image.h datasets/png.c \
 	datasets/yamltree.c datasets/yamltree.h \
 	datasets/recipe.c datasets/prep.h \
-	datasets/prep.c datasets/pixel.c \
+	datasets/prep.c datasets/pixel.c datasets/bbox.c \
 	datasets/dataset.c datasets/dataset.h \
 	datasets/pipeline.c datasets/pipeline.h datasets/sequence.c datasets/listdir.c datasets/listdir.h \
 	datasets/convert.c datasets/convert.h datasets/convert_raw.c

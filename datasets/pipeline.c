@@ -148,6 +148,13 @@ static slim_status process(worker *w, const item *it, float *dst, int32_t *label
                 ls == SLIM_ETYPE ? "" : " (set keys: {label: ...} in the recipe)");
         }
         lab = lv[0];
+        if (p->prep.wants_boxes) {
+            st = slim__bbox_from_example(ex, p->recipe->bbox_key, &in.boxes, name, s->path, err);
+            if (st) {
+                slim_example_free(ex);
+                return st;
+            }
+        }
         const uint8_t *img;
         size_t ilen;
         ls = slim_example_bytes(ex, p->image_key, 0, &img, &ilen);
@@ -316,6 +323,8 @@ static void *worker_main(void *arg)
                 p->st.scaled_decodes++;
             if (tr.decoded_w && !tr.roi)
                 p->st.full_decodes++;
+            if (tr.n_boxes > 0)
+                p->st.boxed_examples++;
             p->st.bytes_read += (int64_t)w->last_len;
         }
         s->filled++;

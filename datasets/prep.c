@@ -57,6 +57,8 @@ struct slim__prep_scratch {
     size_t taps_cap, w_cap;
     float *row; /* one output row before a streaming store (64-byte aligned) */
     size_t row_cap;
+    int *rects; /* the example's boxes in pixels (distorted crop) */
+    size_t rects_cap;
 };
 
 slim__prep_scratch *slim__prep_scratch_new(void)
@@ -81,6 +83,7 @@ void slim__prep_scratch_free(slim__prep_scratch *s)
     free(s->taps);
     free(s->w);
     free(s->row);
+    free(s->rects);
     free(s);
 }
 
@@ -194,67 +197,26 @@ static void resize(geom *g, int w, int h, bool half)
     g->vh = h;
 }
 
-/* TensorFlow's sample_distorted_bounding_box (sample_distorted_bounding_box_op.cc)
- * for one implicit box covering the whole image: an aspect ratio per
- * attempt, a height uniform between the sizes the area range allows, a
- * position uniform in [0, H - h) (TF's bound), else the whole image. */
-static bool random_crop_attempt(const run *r, int step, int k, int W, int H, float amin, float amax,
-                                float aspect, int *cx, int *cy, int *cw, int *ch)
-{
-    const float min_area = amin * (float)W * (float)H;
-    const float max_area = amax * (float)W * (float)H;
-    int height = (int)lrintf(sqrtf(min_area / aspect));
-    int max_height = (int)lrintf(sqrtf(max_area / aspect));
-    if (lrintf((float)max_height * aspect) > W) {
-        const float eps = 0.0000001f;
-        max_height = (int)(((float)W + 0.5f - eps) / aspect);
-        if (lrintf((float)max_height * aspect) > W)
-            max_height -= 1;
-    }
-    if (max_height > H)
-        max_height = H;
-    if (height >= max_height)
-        height = max_height;
-    if (height < max_height)
-        height += uniform_int(r, step, k, max_height - height + 1);
-    int width = (int)lrintf((float)height * aspect);
-    float area = (float)width * (float)height;
-    if (area < min_area) {
-        height += 1;
-        width = (int)lrintf((float)height * aspect);
-        area = (float)width * (float)height;
-    }
-    if (area > max_area) {
-        height -= 1;
-        width = (int)lrintf((float)height * aspect);
-        area = (float)width * (float)height;
-    }
-    if (area < min_area || area > max_area || width > W || height > H || width <= 0 || height <= 0)
-        return false;
-    *cy = height < H ? uniform_int(r, step, k + 1, H - height) : 0;
-    *cx = width < W ? uniform_int(r, step, k + 2, W - width) : 0;
-    *cw = width;
-    *ch = height;
-    return true;
-}
-
-static void distorted_bbox_crop(run *r, int step, const prep_step *s)
+/* TensorFlow's sample_distorted_bounding_box (datasets/bbox.c) over the
+ * example's boxes, in the coordinates of the image as this step sees it. */
+static slim_status distorted_bbox_crop(run *r, int step, const prep_step *s)
 {
     geom *g = &r->g;
-    int W = g->vw, H = g->vh, cx = 0, cy = 0, cw = W, ch = H;
-    for (int a = 0; a < s->max_attempts; a++) {
-        float aspect = (float)(s->aspect[0] + (s->aspect[1] - s->aspect[0]) * unif(r, step, 4 * a));
-        int x, y, w, h;
-        if (!random_crop_attempt(r, step, 4 * a + 1, W, H, (float)s->area[0], (float)s->area[1],
-                                 aspect, &x, &y, &w, &h))
-            continue;
-        /* Coverage of the implicit whole-image box. */
-        if ((double)w * h / ((double)W * H) < s->min_covered)
-            continue;
-        cx = x, cy = y, cw = w, ch = h;
-        break;
+    const prep_boxes *b = &r->in->boxes;
+    int n = 0;
+    if (b->n > 0) {
+        r->s->rects = grow(r->s->rects, &r->s->rects_cap, (size_t)b->n * 4 * sizeof(int));
+        if (!r->s->rects)
+            return slim__error(r->err, SLIM_ENOMEM, "out of memory");
+        n = slim__bbox_pixels(b, g->vw, g->vh, r->s->rects);
     }
-    crop(g, cx, cy, cw, ch);
+    int x, y, w, h;
+    bool ok = slim__bbox_sample(s, g->vw, g->vh, r->s->rects, n, r->seed, r->stream, step, &x, &y,
+                                &w, &h);
+    r->tr->n_boxes = n;
+    r->tr->bbox_fallback = !ok;
+    crop(g, x, y, w, h);
+    return SLIM_OK;
 }
 
 static slim_status geometry_step(run *r, int i, const prep_step *s)
@@ -271,7 +233,7 @@ static slim_status geometry_step(run *r, int i, const prep_step *s)
         crop(g, xs, ys, g->vw - 2 * xs, g->vh - 2 * ys);
         break;
     }
-    case PREP_DISTORTED_BBOX_CROP: distorted_bbox_crop(r, i, s); break;
+    case PREP_DISTORTED_BBOX_CROP: return distorted_bbox_crop(r, i, s);
     case PREP_RANDOM_CROP:
     case PREP_CENTRAL_CROP_TO:
         if (g->vw < tw || g->vh < th)

@@ -63,6 +63,7 @@ typedef struct slim__recipe {
     char *name, *path;
     int image_size, channels;
     char *image_key, *label_key, *format_key;
+    char *bbox_key;     /* NULL: boxes are not read (keys: {bbox: none}) */
     int image_shape[3]; /* raw (non-encoded) images: H, W, C */
     prep_step *train, *eval;
     int n_train, n_eval;
@@ -83,6 +84,7 @@ typedef struct slim__prep {
     int n;
     int out_h, out_w, channels;
     bool roi, dct;
+    bool wants_boxes; /* a distorted_bounding_box_crop step reads the example's boxes */
     const slim__recipe *recipe;
 } slim__prep;
 
@@ -94,6 +96,14 @@ typedef struct slim__prep_scratch slim__prep_scratch;
 slim__prep_scratch *slim__prep_scratch_new(void);
 void slim__prep_scratch_free(slim__prep_scratch *s);
 
+/* Normalized boxes (TF's order ymin, xmin, ymax, xmax), borrowed from an
+ * Example: box i's ymin is ymin[i * stride]. */
+typedef struct prep_boxes {
+    const float *ymin, *xmin, *ymax, *xmax;
+    int stride;
+    int n;
+} prep_boxes;
+
 /* What one example's preprocessing was given. */
 typedef struct prep_input {
     const uint8_t *data; /* encoded JPEG/PNG, or raw pixels (u8 or f32) */
@@ -102,6 +112,7 @@ typedef struct prep_input {
     bool raw_f32;
     int raw_h, raw_w, raw_c;
     const char *name; /* for errors: "shard-00001: record 7" */
+    prep_boxes boxes; /* for distorted_bounding_box_crop; n = 0: the whole image */
 } prep_input;
 
 /* What it decided (tests, previews, statistics). */
@@ -111,9 +122,11 @@ typedef struct prep_trace {
     int resize_w, resize_h;             /* 0 = no resize */
     int view_x, view_y, view_w, view_h; /* crop of the resized image */
     bool flip;
-    int scale_denom;                              /* DCT scale used */
-    bool roi;                                     /* decoded a region, not the whole image */
-    int decoded_w, decoded_h;                     /* pixels decoded */
+    int n_boxes;              /* usable boxes the distorted crop saw */
+    bool bbox_fallback;       /* no attempt satisfied the constraints: the whole image */
+    int scale_denom;          /* DCT scale used */
+    bool roi;                 /* decoded a region, not the whole image */
+    int decoded_w, decoded_h; /* pixels decoded */
     double brightness, saturation, hue, contrast; /* drawn values (0 / 1 when unused) */
     int color_ordering;
     /* stage times (seconds) and intervals for trace events */
@@ -132,6 +145,20 @@ slim_status slim__prep_run(const slim__prep *p, slim__prep_scratch *s, const pre
                            slim_error *err);
 
 double slim__now(void); /* CLOCK_MONOTONIC seconds */
+
+/* bbox.c: the boxes of an Example under key (KEY/{ymin,xmin,ymax,xmax}, or
+ * KEY itself holding 4 floats per box); none when absent or key is NULL.
+ * Inconsistent lists are SLIM_ECORRUPT naming the record. */
+slim_status slim__bbox_from_example(const slim_example *ex, const char *key, prep_boxes *b,
+                                    const char *name, const char *file, slim_error *err);
+/* Pixel rectangles (x0, y0, x1, y1; 4 ints each, room for b->n) of the usable
+ * boxes of a W x H image: clipped to it, NaN / inverted / pixel-less dropped. */
+int slim__bbox_pixels(const prep_boxes *b, int W, int H, int *rects);
+/* TF's sample_distorted_bounding_box over n rectangles (0: the whole image);
+ * false when every attempt failed (the crop is then the whole image). Draws
+ * are slim_rand_u64(seed, stream, step * 64 + k). */
+bool slim__bbox_sample(const prep_step *s, int W, int H, const int *rects, int n, uint64_t seed,
+                       uint64_t stream, int step, int *x, int *y, int *w, int *h);
 
 /* pixel.c: passes over an (H,W,C) float image of npix pixels (n = values). */
 void slim__px_saturation(float *rgb, size_t npix, float factor);

@@ -303,6 +303,7 @@ void slim__recipe_free(slim__recipe *r)
     free(r->image_key);
     free(r->label_key);
     free(r->format_key);
+    free(r->bbox_key);
     free(r->train);
     free(r->eval);
     free(r);
@@ -329,6 +330,7 @@ slim_status slim__recipe_parse(const char *path, const char *text, slim__recipe 
     r->path = strdup(path);
     r->image_size = 224;
     r->channels = 3;
+    bool bbox_set = false;
     const yt_node *root = d.root;
     if (!root || root->kind != YT_MAP) {
         st = slim__yt_error(&d, root, err,
@@ -388,9 +390,12 @@ slim_status slim__recipe_parse(const char *path, const char *text, slim__recipe 
                     r->label_key = strdup(vv);
                 else if (kk && !strcmp(kk, "format"))
                     r->format_key = strdup(vv);
-                else
+                else if (kk && !strcmp(kk, "bbox")) {
+                    bbox_set = true;
+                    r->bbox_key = strcmp(vv, "none") ? strdup(vv) : NULL;
+                } else
                     st = slim__yt_error(&d, v->items[2 * j], err,
-                                        "unknown key '%s'; known: image, label, format",
+                                        "unknown key '%s'; known: image, label, format, bbox",
                                         kk ? kk : "?");
             }
         } else if (!strcmp(ks, "train")) {
@@ -411,6 +416,8 @@ done:
         r->image_key = r->image_key ? r->image_key : dup_or(NULL, "image/encoded");
         r->label_key = r->label_key ? r->label_key : dup_or(NULL, "image/class/label");
         r->format_key = r->format_key ? r->format_key : dup_or(NULL, "image/format");
+        if (!bbox_set)
+            r->bbox_key = dup_or(NULL, "image/object/bbox");
     }
     slim__yt_free(&d);
     if (st) {
@@ -508,6 +515,8 @@ slim_status slim__prep_init(slim__prep *p, const slim__recipe *r, bool training,
                                "%s:%d:%d: %s after a pixel step: put crops, pads, resizes and "
                                "flips before color and normalization steps",
                                r->path, s->line, s->col, slim__prep_op_name(s->op));
+        if (s->op == PREP_DISTORTED_BBOX_CROP)
+            p->wants_boxes = r->bbox_key != NULL;
         if (!is_geometry(s->op) && s->op != PREP_DECODE && s->op != PREP_CONVERT_TO_FLOAT &&
             s->op != PREP_TO_FLOAT)
             nonscale = true;

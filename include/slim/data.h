@@ -277,7 +277,8 @@ typedef struct slim_pipeline_stats {
     double wait_seconds;    /* caller's total time blocked in next */
     double elapsed_seconds; /* since slim_pipeline_new */
     int num_threads;
-    int64_t epoch_size; /* examples per epoch once known (after one full pass), else 0 */
+    int64_t epoch_size;     /* examples per epoch once known (after one full pass), else 0 */
+    int64_t boxed_examples; /* examples whose distorted crop used their own bounding boxes */
 } slim_pipeline_stats;
 
 /* A point in the example stream, for checkpoints. */
