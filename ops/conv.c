@@ -138,6 +138,29 @@ static slim_status conv_axis(slim_infer_ctx *c, const char *axis, const char *pa
 
 /* ---- workspace ------------------------------------------------------------ */
 
+/* Whether conv_rows reads the filter rows' runs of in where they lie instead
+ * of copying them into an im2col tile: without groups and dilation, with runs
+ * long enough that a micro-kernel call per filter row costs less than the copy. */
+static bool direct_rows(const conv_geom *q)
+{
+    return !q->pointwise && q->G == 1 && q->DW == 1 && q->KW * q->C >= DIRECT_MIN_RUN &&
+           q->KH <= DIRECT_MAX_KH;
+}
+
+/* Floats of one worker's im2col tile for conv_rows over q: T rows of K, or
+ * for the direct path its (1 + MR*KH) runs of KW*C (zeros and the border
+ * copies), which is more when the tile is only MR rows (tiny images). */
+static size_t rows_tile_floats(const conv_geom *q)
+{
+    size_t tile = round16((size_t)(q->T * q->K));
+    if (direct_rows(q)) {
+        size_t runs = (size_t)(1 + MR * q->KH) * round16((size_t)(q->KW * q->C));
+        if (runs > tile)
+            tile = runs;
+    }
+    return tile;
+}
+
 /* How the filter is packed for a product: PACK_W B(k, o) = w[k, o] for the
  * forward; PACK_WT B(o, k) = w[k, o] for dcol = dY W^T; PACK_WFLIP
  * B((tap, o), c) = w[KH*KW-1-tap, c, o] for dx = conv(dY, flip(w)^T). */
@@ -177,8 +200,8 @@ static bwd_slice bwd_layout(const conv_params *p, int64_t nw)
     const conv_geom *f = &p->f, *t = &p->t;
     bool scatter = p->kind == CONV_GEMM && !p->dx_gather;
     size_t col = p->kind == CONV_GEMM ? round16((size_t)(f->T * f->K)) : 0;
-    if (p->dx_gather && !t->pointwise && round16((size_t)(t->T * t->K)) > col)
-        col = round16((size_t)(t->T * t->K)); /* dx and dW phases take turns */
+    if (p->dx_gather && !t->pointwise && rows_tile_floats(t) > col)
+        col = rows_tile_floats(t); /* dx and dW phases take turns */
     bwd_slice s = {.col = 0, .dcol = col};
     s.dw = s.dcol + (scatter ? round16((size_t)(f->T * f->K)) : 0);
     s.db = s.dw + (p->dw_ksplit ? 0 : round16((size_t)(f->K * f->O)));
@@ -200,7 +223,7 @@ static size_t conv_ws_floats(const conv_params *p, int64_t nw, bool backward)
     if (p->kind == CONV_DEPTHWISE)
         return backward ? round16((size_t)(f->KH * f->KW * f->C)) + round16((size_t)f->O) : 0;
     if (!backward)
-        return p->kind == CONV_GEMM ? round16((size_t)(f->T * f->K)) : 0;
+        return p->kind == CONV_GEMM ? rows_tile_floats(f) : 0;
     return bwd_layout(p, nw).total;
 }
 
@@ -798,14 +821,6 @@ static void dw_backward(const slim_kernel_ctx *c)
 
 /* Output rows of q for tasks [t0, t1), a task being (tile, group):
  * out = conv(in, filter packed as PACK_W for q) + bias. */
-/* Whether conv_rows reads the filter rows' runs of in where they lie instead
- * of copying them into an im2col tile: without groups and dilation, with runs
- * long enough that a micro-kernel call per filter row costs less than the copy. */
-static bool direct_rows(const conv_geom *q)
-{
-    return !q->pointwise && q->G == 1 && q->DW == 1 && q->KW * q->C >= DIRECT_MIN_RUN &&
-           q->KH <= DIRECT_MAX_KH;
-}
 
 /* conv_rows without im2col: a filter row's KW taps are one run of KW*C floats
  * of in (G == 1, DW == 1), so the micro-kernel takes each output row's run
