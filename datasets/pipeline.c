@@ -518,8 +518,15 @@ slim_status slim_pipeline_new(const slim_pipeline_opts *opts, slim_pipeline **ou
     for (int i = 0; i < p->nslots; i++) {
         slot *s = &p->slots[i];
         s->batch = -1;
-        s->images = aligned_alloc(64, ((sizeof(float) * p->img_elems * p->N + 63) / 64) * 64);
-        s->labels = calloc((size_t)p->N, sizeof *s->labels);
+        /* Bindable as program inputs (slim_program_bind_input): aligned, with slack. */
+        size_t ib = (sizeof(float) * p->img_elems * p->N + 63) / 64 * 64;
+        size_t lb = (sizeof(int32_t) * p->N + 63) / 64 * 64;
+        s->images = aligned_alloc(SLIM_BIND_ALIGN, ib + SLIM_BIND_SLACK);
+        s->labels = aligned_alloc(SLIM_BIND_ALIGN, lb + SLIM_BIND_SLACK);
+        if (s->images)
+            memset((char *)s->images + ib - 64, 0, 64 + SLIM_BIND_SLACK);
+        if (s->labels)
+            memset(s->labels, 0, lb + SLIM_BIND_SLACK);
         s->valid = calloc((size_t)p->N, sizeof *s->valid);
         if (!s->images || !s->labels || !s->valid) {
             st = slim__error(err, SLIM_ENOMEM, "cannot allocate %d batches of %dx%dx%dx%d floats",

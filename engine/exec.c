@@ -1,10 +1,13 @@
 /* engine/exec.c - running a program: every pool thread walks the same flat
  * schedule; each kernel splits its own work by ith/nth, and the threads meet
  * at a barrier between steps. Reference kernels run on thread 0 alone.
- * Nothing here allocates. */
+ * A run allocates nothing. Inputs can be bound to caller memory: their
+ * kernel views then point there (zero-copy feeding). */
 #include "engine/error.h"
+#include "engine/gemm.h"
 #include "engine/program.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -91,12 +94,23 @@ slim_status slim_program_run(slim_program *p, const slim_run_opts *opts, slim_er
     return SLIM_OK;
 }
 
+/* The caller memory bound to input t, or NULL. */
+static const void *bound_data(const slim_program *p, slim_tid t)
+{
+    for (int i = 0; i < p->n_bound; i++)
+        if (p->bound[i].t == t)
+            return p->bound[i].data;
+    return NULL;
+}
+
 static slim_status view_of(slim_program *p, int buf, slim_tid t, slim_tensor *view)
 {
     const slim__tinfo *ti = &p->g->tensors[t];
+    const void *b = bound_data(p, t);
     view->dtype = ti->d.dtype;
     view->shape = ti->d.shape;
-    view->data = p->arena + p->bufs[buf].offset;
+    /* bound memory is the caller's: the program only reads it */
+    view->data = b ? (void *)(uintptr_t)b : p->arena + p->bufs[buf].offset;
     return SLIM_OK;
 }
 
@@ -109,6 +123,73 @@ slim_status slim_program_input(slim_program *p, const char *name, slim_tensor *v
     if (p->g->tensors[t].kind != SLIM__T_INPUT)
         return slim__error(err, SLIM_EINVAL, "'%s' is not an input of the graph", name);
     return view_of(p, p->tbuf[t], t, view);
+}
+
+_Static_assert(SLIM_BIND_SLACK >= SLIM__BLIS_SLACK, "bound inputs may reach BLIS");
+
+/* Every kernel view of arena buffer buf reads data instead. */
+static void point_views(slim_program *p, int buf, void *data)
+{
+    for (int v = 0; v < p->n_views; v++)
+        if (p->view_buf[v] == buf)
+            p->views[v].data = data;
+}
+
+slim_status slim_program_bind_input(slim_program *p, const char *name, const slim_tensor_desc *desc,
+                                    const void *data, size_t bytes, slim_error *err)
+{
+    slim_tid t;
+    if (!p || !name || slim_graph_find(p->g, name, &t) != SLIM_OK)
+        return slim__error(err, SLIM_ENOTFOUND, "no input named '%s'", name ? name : "(null)");
+    const slim__tinfo *ti = &p->g->tensors[t];
+    if (ti->kind != SLIM__T_INPUT || p->tbuf[t] < 0)
+        return slim__error(err, SLIM_EINVAL, "'%s' is not an input of the graph", name);
+    int k = 0;
+    while (k < p->n_bound && p->bound[k].t != t)
+        k++;
+    int buf = p->tbuf[t];
+    if (!data) { /* unbind: back to the program's own buffer */
+        if (k < p->n_bound) {
+            point_views(p, buf, p->arena + p->bufs[buf].offset);
+            p->bound[k] = p->bound[--p->n_bound];
+        }
+        return SLIM_OK;
+    }
+    char want[96], got[96];
+    if (!desc)
+        return slim__error(err, SLIM_EINVAL, "binding input '%s': no tensor description", name);
+    if (desc->dtype != ti->d.dtype)
+        return slim__error(err, SLIM_ETYPE,
+                           "binding input '%s': the memory holds %s, the input is %s", name,
+                           slim__dtype_str(desc->dtype), slim__dtype_str(ti->d.dtype));
+    if (!slim_shape_equal(&desc->shape, &ti->d.shape))
+        return slim__error(err, SLIM_ESHAPE,
+                           "binding input '%s': the memory holds %s, the input is %s", name,
+                           slim_shape_str(&desc->shape, got, sizeof got),
+                           slim_shape_str(&ti->d.shape, want, sizeof want));
+    if ((uintptr_t)data % SLIM_BIND_ALIGN)
+        return slim__error(err, SLIM_EINVAL,
+                           "binding input '%s': address %p is not %d-byte aligned "
+                           "(SLIM_BIND_ALIGN; aligned_alloc gives such memory)",
+                           name, data, SLIM_BIND_ALIGN);
+    size_t need = (size_t)slim_shape_numel(&ti->d.shape) * slim_dtype_size(ti->d.dtype);
+    if (bytes < need + SLIM_BIND_SLACK)
+        return slim__error(err, SLIM_EINVAL,
+                           "binding input '%s': %zu bytes given, the tensor needs %zu plus "
+                           "SLIM_BIND_SLACK (%d) readable bytes after it (BLIS kernels read "
+                           "past the end of their operands)",
+                           name, bytes, need, SLIM_BIND_SLACK);
+    if (k == p->n_bound) {
+        struct slim__binding *nb = realloc(p->bound, (size_t)(p->n_bound + 1) * sizeof *nb);
+        if (!nb)
+            return slim__error(err, SLIM_ENOMEM, "out of memory");
+        p->bound = nb;
+        p->n_bound++;
+    }
+    p->bound[k].t = t;
+    p->bound[k].data = data;
+    point_views(p, buf, (void *)(uintptr_t)data);
+    return SLIM_OK;
 }
 
 slim_status slim_program_output(slim_program *p, const char *name, slim_tensor *view,
@@ -132,9 +213,9 @@ slim_status slim_program_grad(slim_program *p, const char *param, slim_tensor *v
                               slim_error *err)
 {
     slim_tid t;
-    if (!p || slim_graph_find(p->g, param, &t) != SLIM_OK ||
-        p->g->tensors[t].kind != SLIM__T_PARAM)
-        return slim__error(err, SLIM_ENOTFOUND, "no parameter named '%s'", param ? param : "(null)");
+    if (!p || slim_graph_find(p->g, param, &t) != SLIM_OK || p->g->tensors[t].kind != SLIM__T_PARAM)
+        return slim__error(err, SLIM_ENOTFOUND, "no parameter named '%s'",
+                           param ? param : "(null)");
     if (p->gbuf[t] < 0)
         return slim__error(err, SLIM_ESTATE,
                            "parameter '%s' has no gradient in this program (not trainable, "
@@ -149,9 +230,9 @@ slim_status slim_program_slot(slim_program *p, const char *param, int i, slim_te
                               slim_error *err)
 {
     slim_tid t;
-    if (!p || slim_graph_find(p->g, param, &t) != SLIM_OK ||
-        p->g->tensors[t].kind != SLIM__T_PARAM)
-        return slim__error(err, SLIM_ENOTFOUND, "no parameter named '%s'", param ? param : "(null)");
+    if (!p || slim_graph_find(p->g, param, &t) != SLIM_OK || p->g->tensors[t].kind != SLIM__T_PARAM)
+        return slim__error(err, SLIM_ENOTFOUND, "no parameter named '%s'",
+                           param ? param : "(null)");
     int k = p->g->tensors[t].producer;
     if (i < 0 || i >= p->n_slots || !p->slots || !p->slots[k * p->n_slots + i])
         return slim__error(err, SLIM_ENOTFOUND, "parameter '%s' has no optimizer slot %d", param,
@@ -215,6 +296,7 @@ void slim__program_destroy(slim_program *p)
         free(p->slots);
     }
     free(p->times);
+    free(p->bound);
     free(p);
 }
 

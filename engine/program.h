@@ -70,6 +70,12 @@ struct slim_program {
     slim_node_time *times;
     /* the current run */
     slim_run_opts run;
+    /* inputs read from caller memory (slim_program_bind_input, exec.c) */
+    struct slim__binding {
+        slim_tid t;
+        const void *data;
+    } *bound;
+    int n_bound;
 };
 
 #endif

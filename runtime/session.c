@@ -48,12 +48,17 @@ slim_status slim__rt_input_open(const slim__rt_input_opts *o, slim__rt_input *in
         in->epoch_examples = o->synthetic_examples > 0 ? o->synthetic_examples : 1024;
         in->num_epochs = o->num_epochs;
         size_t px = (size_t)in->h * (size_t)in->w * (size_t)in->c;
-        in->x = malloc((size_t)in->n * px * sizeof(float) + 64);
-        in->y = malloc((size_t)in->n * sizeof(int32_t) + 64);
+        /* bindable as program inputs, as the pipeline's batches (slim__rt_feed) */
+        size_t xb = ((size_t)in->n * px * sizeof(float) + 63) / 64 * 64;
+        size_t yb = ((size_t)in->n * sizeof(int32_t) + 63) / 64 * 64;
+        in->x = aligned_alloc(SLIM_BIND_ALIGN, xb + SLIM_BIND_SLACK);
+        in->y = aligned_alloc(SLIM_BIND_ALIGN, yb + SLIM_BIND_SLACK);
         if (!in->x || !in->y) {
             slim__rt_input_close(in);
             return slim__error(err, SLIM_ENOMEM, "out of memory for a synthetic batch");
         }
+        memset((char *)in->x + xb - 64, 0, 64 + SLIM_BIND_SLACK); /* what BLIS may over-read */
+        memset(in->y, 0, yb + SLIM_BIND_SLACK);
         return SLIM_OK;
     }
     slim_pipeline_opts po = {0};
@@ -325,6 +330,19 @@ void slim__rt_ema_fini(slim__rt_ema *e)
 
 /* ---- feeding and evaluation ----------------------------------------------------------- */
 
+/* Bind data as input v of p (zero-copy; data has SLIM_BIND_SLACK bytes after it,
+ * see slim__rt_input_next), or copy it where binding is refused. */
+static void feed_one(slim_program *p, const char *name, slim_tensor *v, const void *data,
+                     size_t bytes)
+{
+    slim_tensor_desc d = {v->dtype, v->shape};
+    if (slim_program_bind_input(p, name, &d, data, bytes + SLIM_BIND_SLACK, NULL) == SLIM_OK)
+        return;
+    slim_program_bind_input(p, name, NULL, NULL, 0, NULL); /* back to its own buffer */
+    slim_program_input(p, name, v, NULL);
+    memcpy(v->data, data, bytes);
+}
+
 slim_status slim__rt_feed(slim_program *p, const float *x, const int32_t *y, size_t x_count,
                           int batch, slim_error *err)
 {
@@ -337,9 +355,9 @@ slim_status slim__rt_feed(slim_program *p, const float *x, const int32_t *y, siz
                            "the input gives %zu values per batch but the model's \"images\" "
                            "takes %lld: check --train_image_size / the model's image size",
                            x_count, (long long)slim_shape_numel(&xv.shape));
-    memcpy(xv.data, x, x_count * sizeof(float));
+    feed_one(p, "images", &xv, x, x_count * sizeof(float));
     if (slim_program_input(p, "labels", &yv, NULL) == SLIM_OK)
-        memcpy(yv.data, y, (size_t)batch * sizeof(int32_t));
+        feed_one(p, "labels", &yv, y, (size_t)batch * sizeof(int32_t));
     return SLIM_OK;
 }
 

@@ -38,7 +38,8 @@ typedef struct slim__rt_input {
 } slim__rt_input;
 
 slim_status slim__rt_input_open(const slim__rt_input_opts *o, slim__rt_input *in, slim_error *err);
-/* The next batch, as views valid until the next call. */
+/* The next batch, as views valid until the next call (SLIM_BIND_ALIGN-aligned,
+ * SLIM_BIND_SLACK bytes after them: slim__rt_feed binds them). */
 slim_status slim__rt_input_next(slim__rt_input *in, const float **x, const int32_t **y,
                                 slim_batch_info *bi, slim_error *err);
 void slim__rt_input_position(const slim__rt_input *in, slim_pipeline_position *pos);
@@ -106,7 +107,9 @@ slim_status slim__rt_evaluate(slim_program *p, slim__rt_input *in, int num_class
                               int64_t max_batches, const volatile int *stop, slim_eval_result *r,
                               slim_error *err);
 
-/* Copy a batch into the program's inputs ("labels" only when the program has it). */
+/* Feed a batch from slim__rt_input_next to the program's inputs ("labels" only
+ * when the program has it): bound in place (slim_program_bind_input), no copy;
+ * copied only where binding is refused. */
 slim_status slim__rt_feed(slim_program *p, const float *x, const int32_t *y, size_t x_count,
                           int batch, slim_error *err);
 

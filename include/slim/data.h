@@ -299,7 +299,9 @@ SLIM_EXPORT slim_status slim_pipeline_new(const slim_pipeline_opts *opts, slim_p
 SLIM_EXPORT slim_status slim_pipeline_next(slim_pipeline *p, float *images, int32_t *labels,
                                            slim_batch_info *info, slim_error *err);
 /* The same without the copy: *images / *labels point into the queue and stay
- * valid until the next call of next/next_view/free. */
+ * valid until the next call of next/next_view/free. Both are
+ * SLIM_BIND_ALIGN-aligned with SLIM_BIND_SLACK bytes after them, so they can
+ * be bound as program inputs (slim_program_bind_input) instead of copied. */
 SLIM_EXPORT slim_status slim_pipeline_next_view(slim_pipeline *p, const float **images,
                                                 const int32_t **labels, slim_batch_info *info,
                                                 slim_error *err);

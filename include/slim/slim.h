@@ -169,9 +169,22 @@ typedef struct slim_run_opts {
     uint64_t seed;
 } slim_run_opts;
 
-/* Inputs: write into the returned view before run. */
+/* Inputs: write into the returned view before run (a bound input: a view of
+ * the bound memory, which the program only reads). */
 SLIM_EXPORT slim_status slim_program_input(slim_program *p, const char *name,
                                            slim_tensor *view, slim_error *err);
+/* Zero-copy input: the program reads input `name` straight from `data` until
+ * it is unbound (data NULL) or bound again; never during a run. desc must
+ * match the input's dtype and shape; data must be SLIM_BIND_ALIGN-aligned, and
+ * `bytes` (what the caller owns at data) must cover the tensor plus
+ * SLIM_BIND_SLACK readable bytes after it (BLIS kernels read past the end of
+ * their operands). The program never writes to it; the memory must stay valid
+ * while bound. The pipeline's slim_pipeline_next_view batches qualify. */
+#define SLIM_BIND_ALIGN 64
+#define SLIM_BIND_SLACK 256
+SLIM_EXPORT slim_status slim_program_bind_input(slim_program *p, const char *name,
+                                                const slim_tensor_desc *desc, const void *data,
+                                                size_t bytes, slim_error *err);
 /* Outputs marked with slim_graph_mark_output, and the loss; valid until the next run. */
 SLIM_EXPORT slim_status slim_program_output(slim_program *p, const char *name,
                                             slim_tensor *view, slim_error *err);

@@ -22,6 +22,11 @@ tests_data_test_bbox_SOURCES = tests/data/test_bbox.c $(DATA_TEST_COMMON)
 tests_data_test_bbox_LDADD = libslim_core.la
 TESTS += tests/data/test_bbox
 
+check_PROGRAMS += tests/data/test_feed
+tests_data_test_feed_SOURCES = tests/data/test_feed.c $(DATA_TEST_COMMON)
+tests_data_test_feed_LDADD = libslim_core.la
+TESTS += tests/data/test_feed
+
 check_PROGRAMS += tests/data/test_pipeline
 tests_data_test_pipeline_SOURCES = tests/data/test_pipeline.c $(DATA_TEST_COMMON)
 tests_data_test_pipeline_LDADD = libslim_core.la
