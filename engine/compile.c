@@ -8,7 +8,9 @@
  *     place and the others through a partial buffer plus an accumulate step;
  *  4. the optimizer update of a parameter right after its gradient is final
  *     (the one place where "this gradient is final" is known: the seam for
- *     overlapping an allreduce with the rest of backward later);
+ *     overlapping an allreduce with the rest of backward later); with
+ *     global-norm clipping, after backward: one step computes the norm of
+ *     every gradient and the scale that each update op takes as an input;
  *  5. a memory plan: each buffer lives from the first to the last step that
  *     touches it; buffers are placed in one arena, largest first, at the
  *     lowest offset free over their lifetime. run allocates nothing. */
@@ -16,6 +18,7 @@
 #include "engine/gemm.h"
 #include "engine/program.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -136,6 +139,52 @@ static void k_seed(const slim_kernel_ctx *c)
         ((float *)c->out[0].data)[0] = 1.0f;
 }
 
+/* Global-norm clipping (tf.clip_by_global_norm): inputs are the gradients of
+ * every trained parameter; out[0] = clip / max(norm, clip) (NaN when the norm
+ * is not finite, as TF), out[1] = the norm. The sum of squares is taken in
+ * fixed chunks of GNORM_CHUNK elements, each in double, and the chunks are
+ * added in order by one thread: the same bits at any thread count. */
+#define GNORM_CHUNK 4096
+
+typedef struct gnorm_params {
+    float clip;
+    int64_t n_chunks;
+} gnorm_params;
+
+static int64_t gnorm_chunks(const slim_tensor *t)
+{
+    return (slim_shape_numel(&t->shape) + GNORM_CHUNK - 1) / GNORM_CHUNK;
+}
+
+static void k_global_norm(const slim_kernel_ctx *c)
+{
+    const gnorm_params *gp = c->params;
+    double *part = c->ws;
+    int64_t lo, hi, first = 0; /* first chunk of tensor t */
+    slim_split(gp->n_chunks, c->ith, c->nth, &lo, &hi);
+    int t = 0;
+    for (int64_t j = lo; j < hi; j++) {
+        while (j - first >= gnorm_chunks(&c->in[t]))
+            first += gnorm_chunks(&c->in[t++]);
+        const float *g = c->in[t].data;
+        int64_t n = slim_shape_numel(&c->in[t].shape), a = (j - first) * GNORM_CHUNK;
+        int64_t e = a + GNORM_CHUNK < n ? a + GNORM_CHUNK : n;
+        double ss = 0;
+        for (int64_t i = a; i < e; i++)
+            ss += (double)g[i] * g[i];
+        part[j] = ss;
+    }
+    c->sync(c);
+    if (c->ith != 0)
+        return;
+    double total = 0;
+    for (int64_t j = 0; j < gp->n_chunks; j++)
+        total += part[j];
+    float norm = (float)sqrt(total);
+    *(float *)c->out[0].data = !isfinite(norm) ? NAN : norm > gp->clip ? gp->clip / norm : 1.0f;
+    *(float *)c->out[1].data = norm;
+}
+
 typedef struct build {
     slim_program *p;
     slim_graph *g;
@@ -144,6 +193,9 @@ typedef struct build {
     slim__attr_set opt_attrs;
     bool *needed, *req, *live, *bwd, *node_training;
     int *contrib, *seen;
+    bool plan_only; /* slim_graph_plan: sizes only, no arena, slots or threads */
+    int *deferred, n_deferred; /* clipping: parameters to update after the norm */
+    int scale_view;            /* clipping: the view of the gradient scale */
     slim_error *err;
 } build;
 
@@ -169,10 +221,13 @@ static slim_status add_update(build *b, int param)
     slim_graph *g = b->g;
     slim__param *pa = &g->params[param];
     const slim_tensor_desc pd = g->tensors[pa->t].d;
-    int n_in = 2 + p->n_slots;
+    bool clip = b->o->clip_gradient_norm > 0;
+    int n_in = 2 + p->n_slots + clip;
     slim_tensor_desc in[SLIM_MAX_INPUTS];
     for (int i = 0; i < n_in; i++)
         in[i] = pd;
+    if (clip)
+        in[n_in - 1] = (slim_tensor_desc){SLIM_F32, {0}};
     /* infer result stored after the per-node ones */
     slim__infer_result *r = &p->infer[g->n_nodes + param];
     slim_status st = slim__node_infer(b->opt, &b->opt_attrs, in, n_in, true, p->nth, pa->name, r,
@@ -200,7 +255,9 @@ static slim_status add_update(build *b, int param)
     set_view(p, vi, pd, -1, pa->data);
     set_view(p, vi + 1, pd, p->gbuf[pa->t], NULL);
     for (int k = 0; k < p->n_slots; k++)
-        set_view(p, vi + 2 + k, pd, -1, p->slots[param * p->n_slots + k]);
+        set_view(p, vi + 2 + k, pd, -1, p->slots ? p->slots[param * p->n_slots + k] : NULL);
+    if (clip)
+        set_view(p, vi + n_in - 1, in[n_in - 1], p->view_buf[b->scale_view], NULL);
     for (int j = 0; j < r->n_out; j++) {
         int ob = new_buf(p, desc_bytes(&r->out[j]));
         if (ob < 0)
@@ -220,7 +277,98 @@ static slim_status add_update(build *b, int param)
     return SLIM_OK;
 }
 
-static slim_status plan(slim_program *p, slim_error *err);
+/* Check that b->opt is an update op (param, grad, its slots, maybe a gradient
+ * scale), set p->n_slots and each slot's initial value (its descriptor's
+ * constant, or the attribute it names). */
+static slim_status update_op_slots(build *b, float *slot_init)
+{
+    const slim_op_desc *d = b->opt;
+    int n = d->slots ? d->n_slots : d->min_inputs - 2;
+    if (!(d->flags & SLIM_OP_UPDATE) || n < 0 || d->min_inputs != 2 + n ||
+        d->max_inputs > 3 + n)
+        return slim__error(b->err, SLIM_EINVAL,
+                           "'%s' is not an optimizer update op (inputs: param, grad, %d slot%s "
+                           "as its descriptor declares, and an optional gradient scale)",
+                           d->name, n, n == 1 ? "" : "s");
+    if (b->o->clip_gradient_norm > 0 && d->max_inputs != 3 + n)
+        return slim__error(b->err, SLIM_EUNSUPPORTED,
+                           "update op '%s' takes no gradient scale (max_inputs %d, not %d), "
+                           "which global-norm clipping needs",
+                           d->name, d->max_inputs, 3 + n);
+    b->p->n_slots = n;
+    for (int k = 0; k < n; k++) {
+        slot_init[k] = 0;
+        if (!d->slots)
+            continue;
+        const slim_slot_spec *sp = &d->slots[k];
+        slot_init[k] = (float)sp->init;
+        if (!sp->init_attr)
+            continue;
+        const slim__attr_value *v = slim__attrs_get(&b->opt_attrs, sp->init_attr);
+        if (!v || v->type != SLIM_ATTR_FLOAT || v->n != 1)
+            return slim__error(b->err, SLIM_EINVAL,
+                               "update op '%s': slot '%s' starts at attribute '%s', which is "
+                               "not one of its float attributes",
+                               d->name, sp->name ? sp->name : "?", sp->init_attr);
+        slot_init[k] = (float)v->floats[0];
+    }
+    return SLIM_OK;
+}
+
+/* Global-norm clipping, after backward: the norm step over the gradients of
+ * the deferred parameters, then their updates, each taking its scale. */
+static slim_status add_clipped_updates(build *b)
+{
+    slim_program *p = b->p;
+    slim_graph *g = b->g;
+    if (b->n_deferred == 0)
+        return SLIM_OK;
+    int64_t chunks = 0;
+    for (int k = 0; k < b->n_deferred; k++)
+        chunks += (slim_shape_numel(&g->tensors[g->params[b->deferred[k]].t].d.shape) +
+                   GNORM_CHUNK - 1) /
+                  GNORM_CHUNK;
+    slim__infer_result *r = &p->infer[g->n_nodes + g->n_params];
+    gnorm_params *gp = calloc(1, sizeof *gp);
+    if (!gp)
+        return oom(b->err);
+    gp->clip = b->o->clip_gradient_norm;
+    gp->n_chunks = chunks;
+    r->params = gp;
+    slim__step *s = new_step(p, SLIM__STEP_UPDATE, -1);
+    int vi = new_views(p, b->n_deferred), vo = new_views(p, 2);
+    int ws = new_buf(p, (size_t)(chunks > 0 ? chunks : 1) * sizeof(double));
+    int sb = new_buf(p, sizeof(float)), nb = new_buf(p, sizeof(float));
+    if (!s || vi < 0 || vo < 0 || ws < 0 || sb < 0 || nb < 0)
+        return oom(b->err);
+    s = &p->steps[p->n_steps - 1];
+    s->fn = k_global_norm;
+    s->params = gp;
+    s->name = "global_norm";
+    s->n_in = b->n_deferred;
+    s->n_out = 2;
+    s->v_in = vi;
+    s->v_out = vo;
+    s->ws_buf = ws;
+    s->ws_size = (size_t)(chunks > 0 ? chunks : 1) * sizeof(double);
+    s->node_id = (uint32_t)(g->n_nodes + g->n_params);
+    for (int k = 0; k < b->n_deferred; k++) {
+        slim_tid t = g->params[b->deferred[k]].t;
+        set_view(p, vi + k, (slim_tensor_desc){SLIM_F32, g->tensors[t].d.shape}, p->gbuf[t], NULL);
+    }
+    slim_tensor_desc scalar = {SLIM_F32, {0}};
+    set_view(p, vo, scalar, sb, NULL);
+    set_view(p, vo + 1, scalar, nb, NULL);
+    b->scale_view = vo;
+    for (int k = 0; k < b->n_deferred; k++) {
+        slim_status st = add_update(b, b->deferred[k]);
+        if (st != SLIM_OK)
+            return st;
+    }
+    return SLIM_OK;
+}
+
+static slim_status plan(slim_program *p, bool allocate, slim_error *err);
 
 static slim_status compile(build *b)
 {
@@ -337,13 +485,13 @@ static slim_status compile(build *b)
         }
     }
 
-    /* optimizer slots: inputs beyond (param, grad) of the update op */
+    /* optimizer slots: inputs beyond (param, grad) of the update op, with the
+     * initial values its descriptor declares */
+    float slot_init[SLIM_MAX_INPUTS];
     if (backward && b->opt) {
-        p->n_slots = b->opt->min_inputs - 2;
-        if (p->n_slots < 0 || b->opt->max_inputs != b->opt->min_inputs ||
-            !(b->opt->flags & SLIM_OP_UPDATE))
-            return slim__error(err, SLIM_EINVAL, "'%s' is not an optimizer update op "
-                               "(inputs: param, grad, slots...)", b->opt->name);
+        slim_status st = update_op_slots(b, slot_init);
+        if (st != SLIM_OK)
+            return st;
         if (p->n_slots > 0) {
             p->slots = calloc((size_t)g->n_params * (size_t)p->n_slots, sizeof *p->slots);
             if (!p->slots)
@@ -354,10 +502,15 @@ static slim_status compile(build *b)
                 size_t bytes = desc_bytes(&g->tensors[g->params[i].t].d);
                 size_t al = (bytes + ALIGN - 1) & ~(size_t)(ALIGN - 1);
                 for (int k = 0; k < p->n_slots; k++) {
+                    if (b->plan_only) {
+                        p->slot_bytes += bytes;
+                        continue;
+                    }
                     float *s = aligned_alloc(ALIGN, al + SLIM__BLIS_SLACK);
                     if (!s)
                         return oom(err);
-                    memset(s, 0, bytes);
+                    for (size_t e = 0; e < bytes / sizeof(float); e++)
+                        s[e] = slot_init[k];
                     p->slots[i * p->n_slots + k] = s;
                     p->slot_bytes += bytes;
                 }
@@ -544,14 +697,18 @@ static slim_status compile(build *b)
             if (ti->kind != SLIM__T_PARAM || !b->req[t] || b->seen[t] != b->contrib[t])
                 continue;
             b->seen[t]++; /* once, even if the node uses it twice */
-            if (b->opt)
+            if (b->opt && o->clip_gradient_norm > 0)
+                b->deferred[b->n_deferred++] = ti->producer;
+            else if (b->opt)
                 st = add_update(b, ti->producer);
         }
     }
     free(fwd_step);
+    if (st == SLIM_OK && b->opt)
+        st = add_clipped_updates(b);
     if (st != SLIM_OK)
         return st;
-    return plan(p, err);
+    return plan(p, !b->plan_only, err);
 }
 
 /* ---- memory plan ----------------------------------------------------------- */
@@ -591,7 +748,7 @@ static int by_offset(const void *a, const void *b, void *ctx)
     return x - y;
 }
 
-static slim_status plan(slim_program *p, slim_error *err)
+static slim_status plan(slim_program *p, bool allocate, slim_error *err)
 {
     slim_graph *g = p->g;
     int last = p->n_steps; /* "after the run": readable by the caller */
@@ -603,6 +760,8 @@ static slim_status plan(slim_program *p, slim_error *err)
         touch_block(p, st->v_dout, st->n_out, s);
         touch_block(p, st->v_din, st->n_in, s);
         touch(p, st->ws_buf, s);
+        if (st->fn == k_global_norm) /* the norm stays readable after the run */
+            touch(p, p->view_buf[st->v_out + 1], last);
     }
     for (int t = 0; t < g->n_tensors; t++) {
         const slim__tinfo *ti = &g->tensors[t];
@@ -665,6 +824,8 @@ static slim_status plan(slim_program *p, slim_error *err)
     free(order);
     free(placed);
     p->arena_bytes = total;
+    if (!allocate)
+        return SLIM_OK;
     p->arena = aligned_alloc(ALIGN, total + SLIM__BLIS_SLACK);
     if (!p->arena)
         return slim__error(err, SLIM_ENOMEM, "cannot allocate the %zu-byte arena", total);
@@ -688,8 +849,8 @@ static slim_status plan(slim_program *p, slim_error *err)
 
 void slim__program_destroy(slim_program *p);
 
-slim_status slim_graph_compile(slim_graph *g, const slim_compile_opts *opts, slim_program **out,
-                               slim_error *err)
+static slim_status compile_program(slim_graph *g, const slim_compile_opts *opts, bool plan_only,
+                                   slim_program **out, slim_error *err)
 {
     *out = NULL;
     if (!g)
@@ -698,7 +859,7 @@ slim_status slim_graph_compile(slim_graph *g, const slim_compile_opts *opts, sli
     if (o.num_threads < 0 || o.num_threads > 256)
         return slim__error(err, SLIM_EINVAL, "num_threads %d is out of range [1, 256]",
                            o.num_threads);
-    if (!g->params_ready) {
+    if (!plan_only && !g->params_ready) {
         slim_status st = slim_graph_init_params(g, 0, err);
         if (st != SLIM_OK)
             return st;
@@ -710,7 +871,7 @@ slim_status slim_graph_compile(slim_graph *g, const slim_compile_opts *opts, sli
     p->training = o.training;
     p->nth = o.num_threads ? o.num_threads : 1;
     int nt = g->n_tensors, nn = g->n_nodes;
-    build b = {.p = p, .g = g, .o = &o, .err = err};
+    build b = {.p = p, .g = g, .o = &o, .plan_only = plan_only, .err = err};
     b.needed = calloc((size_t)nn + 1, sizeof(bool));
     b.bwd = calloc((size_t)nn + 1, sizeof(bool));
     b.node_training = calloc((size_t)nn + 1, sizeof(bool));
@@ -718,12 +879,13 @@ slim_status slim_graph_compile(slim_graph *g, const slim_compile_opts *opts, sli
     b.live = calloc((size_t)nt + 1, sizeof(bool));
     b.contrib = calloc((size_t)nt + 1, sizeof(int));
     b.seen = calloc((size_t)nt + 1, sizeof(int));
+    b.deferred = calloc((size_t)g->n_params + 1, sizeof(int));
     p->tbuf = malloc(((size_t)nt + 1) * sizeof(int));
     p->gbuf = malloc(((size_t)nt + 1) * sizeof(int));
-    p->n_infer = nn + g->n_params;
+    p->n_infer = nn + g->n_params + 1; /* nodes, updates, the global norm */
     p->infer = calloc((size_t)p->n_infer + 1, sizeof *p->infer);
     slim_status st = SLIM_OK;
-    if (!b.needed || !b.bwd || !b.node_training || !b.req || !b.live || !b.contrib || !b.seen || !p->tbuf || !p->gbuf ||
+    if (!b.needed || !b.bwd || !b.node_training || !b.req || !b.live || !b.contrib || !b.seen || !b.deferred || !p->tbuf || !p->gbuf ||
         !p->infer)
         st = oom(err);
     for (int t = 0; st == SLIM_OK && t < nt; t++)
@@ -737,7 +899,7 @@ slim_status slim_graph_compile(slim_graph *g, const slim_compile_opts *opts, sli
     }
     if (st == SLIM_OK)
         st = compile(&b);
-    if (st == SLIM_OK && slim__pool_new(p->nth, &p->pool) != SLIM_OK)
+    if (st == SLIM_OK && !plan_only && slim__pool_new(p->nth, &p->pool) != SLIM_OK)
         st = slim__error(err, SLIM_ENOMEM, "cannot start %d threads", p->nth);
     if (st == SLIM_OK) {
         p->times = calloc((size_t)p->n_steps + 1, sizeof *p->times);
@@ -747,7 +909,10 @@ slim_status slim_graph_compile(slim_graph *g, const slim_compile_opts *opts, sli
     for (int s = 0; st == SLIM_OK && s < p->n_steps; s++) {
         const slim__step *sp = &p->steps[s];
         p->times[s].name = sp->name;
-        p->times[s].op = sp->d ? sp->d->name : sp->kind == SLIM__STEP_ACC ? "gradient_sum" : "seed";
+        p->times[s].op = sp->d                          ? sp->d->name
+                         : sp->kind == SLIM__STEP_ACC    ? "gradient_sum"
+                         : sp->kind == SLIM__STEP_UPDATE ? "global_norm"
+                                                         : "seed";
         p->times[s].phase = sp->kind == SLIM__STEP_SEED ? 1 : (int)sp->kind;
     }
     if (b.opt)
@@ -759,10 +924,44 @@ slim_status slim_graph_compile(slim_graph *g, const slim_compile_opts *opts, sli
     free(b.live);
     free(b.contrib);
     free(b.seen);
+    free(b.deferred);
     if (st != SLIM_OK) {
         slim__program_destroy(p);
         return st;
     }
     *out = p;
     return SLIM_OK;
+}
+
+slim_status slim_graph_compile(slim_graph *g, const slim_compile_opts *opts, slim_program **out,
+                               slim_error *err)
+{
+    return compile_program(g, opts, false, out, err);
+}
+
+slim_status slim_graph_plan(slim_graph *g, const slim_compile_opts *opts, slim_program_stats *st,
+                            slim_error *err)
+{
+    slim_program *p;
+    if (st)
+        memset(st, 0, sizeof *st);
+    slim_status s = compile_program(g, opts, true, &p, err);
+    if (s != SLIM_OK)
+        return s;
+    if (st)
+        slim_program_get_stats(p, st);
+    slim__program_destroy(p);
+    return SLIM_OK;
+}
+
+slim_status slim_program_global_norm(const slim_program *p, float *norm, slim_error *err)
+{
+    for (int s = 0; p && p->arena && s < p->n_steps; s++)
+        if (p->steps[s].fn == k_global_norm) {
+            *norm = *(const float *)p->steps[s].out[1].data;
+            return SLIM_OK;
+        }
+    return slim__error(err, SLIM_ENOTFOUND,
+                       "the program has no global gradient norm (compiled without "
+                       "clip_gradient_norm)");
 }

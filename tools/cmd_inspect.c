@@ -1,8 +1,8 @@
 /*
  * tools/cmd_inspect.c - `slimrun inspect MODEL`: every layer of a model with
  * its output shape, parameters and multiply-adds, the totals, and the memory
- * the compiler plans for training and for inference; --dot draws the layer
- * graph for Graphviz.
+ * the compiler plans for training and for inference (slim_graph_plan: planned,
+ * not allocated); --dot draws the layer graph for Graphviz.
  */
 #include "tools/cmd.h"
 
@@ -25,7 +25,7 @@ static void usage(FILE *f)
             "  --set NAME=VALUE   override a var: of the model (depth_multiplier=0.5); repeatable\n"
             "  --plugin=PATH      load an op plugin first; repeatable\n"
             "  --num_threads=N    threads the memory plan assumes (default 1)\n"
-            "  --no_memory        skip compiling (no memory plan)\n"
+            "  --no_memory        skip the memory plan\n"
             "  --dot=FILE         write the layer graph as Graphviz ('-' = stdout) and exit\n"
             "  --list             list the zoo models found by name\n");
 }
@@ -286,24 +286,20 @@ static int run_inspect(int argc, char **argv)
     if (info->has_aux)
         printf("auxiliary logits: loss weight %g\n", (double)info->aux_weight);
     if (memory) {
-        slim_program *train = NULL, *eval = NULL;
+        /* the plan alone: nothing is allocated (VGG-16's training arena is GiBs) */
         slim_compile_opts co = {
             .training = true, .num_threads = threads, .optimizer = "momentum_update"};
         slim_program_stats ts = {0}, es = {0};
-        if (slim_graph_compile(g, &co, &train, &err) != SLIM_OK) {
-            fprintf(stderr, "slimrun inspect: compiling for training: %s\n", err.msg);
+        if (slim_graph_plan(g, &co, &ts, &err) != SLIM_OK) {
+            fprintf(stderr, "slimrun inspect: planning for training: %s\n", err.msg);
             rc = 1;
         } else {
-            slim_program_get_stats(train, &ts);
-            slim_program_free(train);
             co.training = false;
             co.optimizer = NULL;
-            if (slim_graph_compile(g, &co, &eval, &err) != SLIM_OK) {
-                fprintf(stderr, "slimrun inspect: compiling for inference: %s\n", err.msg);
+            if (slim_graph_plan(g, &co, &es, &err) != SLIM_OK) {
+                fprintf(stderr, "slimrun inspect: planning for inference: %s\n", err.msg);
                 rc = 1;
             } else {
-                slim_program_get_stats(eval, &es);
-                slim_program_free(eval);
                 printf("planned memory, batch %d:\n", batch);
                 printf("  training:  %s activations, gradients and workspace (%s without "
                        "reuse) + %s parameters + %s momentum slots\n",

@@ -6,3 +6,4 @@ tools_slimrun_LDADD = libslim_core.la
 include tools/inspect.mk
 include tools/data.mk
 include tools/train.mk
+include tools/bench.mk

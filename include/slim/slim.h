@@ -157,6 +157,11 @@ typedef struct slim_compile_opts {
     /* Parameters whose name starts with one of these prefixes (comma
      * separated) are trained; NULL = every trainable parameter. */
     const char *trainable_scopes;
+    /* > 0: global-norm clipping (tf.clip_by_global_norm): after backward, every
+     * gradient is scaled by clip / max(norm, clip), norm being the L2 norm of
+     * all the trained parameters' gradients together; the updates follow.
+     * The optimizer op must take a gradient scale (every built-in one does). */
+    float clip_gradient_norm;
 } slim_compile_opts;
 
 SLIM_EXPORT slim_status slim_graph_compile(slim_graph *g, const slim_compile_opts *opts,
@@ -196,6 +201,10 @@ SLIM_EXPORT slim_status slim_program_slot(slim_program *p, const char *param, in
                                           slim_tensor *view, slim_error *err);
 SLIM_EXPORT slim_status slim_program_run(slim_program *p, const slim_run_opts *opts,
                                          slim_error *err);
+/* With clip_gradient_norm: the global norm of the gradients of the last run
+ * (before clipping). */
+SLIM_EXPORT slim_status slim_program_global_norm(const slim_program *p, float *norm,
+                                                 slim_error *err);
 
 typedef struct slim_program_stats {
     size_t arena_bytes;      /* planned peak of activations, gradients, workspaces */
@@ -206,6 +215,11 @@ typedef struct slim_program_stats {
     int num_threads;
 } slim_program_stats;
 SLIM_EXPORT void slim_program_get_stats(const slim_program *p, slim_program_stats *st);
+/* The memory plan alone: the stats slim_graph_compile's program would report
+ * (arena, slots, parameters, kernels), computed without allocating the arena
+ * or the optimizer slots, starting threads or initializing parameters. */
+SLIM_EXPORT slim_status slim_graph_plan(slim_graph *g, const slim_compile_opts *opts,
+                                        slim_program_stats *st, slim_error *err);
 
 /* Per-node timing of the last run (profiling); index over the schedule. */
 typedef struct slim_node_time {

@@ -1,0 +1,710 @@
+/*
+ * tools/cmd_bench.c - `slimrun bench`: how fast a model trains and infers on
+ * this machine, as `caffe time` tells it for Caffe.
+ *
+ * A zoo model (or a model file) is built at the given batch, compiled for a
+ * training step (forward, loss, backward, optimizer update) and for inference,
+ * fed random images and labels once, and run: warm-up runs first, then timed
+ * runs (at least --iterations, until --budget seconds are used). Reported per
+ * mode: the median time per iteration, images/s, GFLOP/s (2 FLOPs per
+ * multiply-add of the conv and fully-connected layers; a training step counts
+ * three forward passes, as ../shared/anchors/torch_bench.py does) and its share
+ * of the machine's fp32 peak, where the time goes per op kind and phase (per
+ * node with --per_op: the engine's per-node timing, as `slimrun profile`
+ * reads it), the memory the compiler planned (slim_graph_plan) beside the peak
+ * resident memory the process actually reached (VmHWM), and how many cores
+ * other processes used meanwhile.
+ *
+ * The two modes run one after the other in the same process, each on a model
+ * of its own: the training program and its model are freed and the process's
+ * peak RSS is reset (/proc/self/clear_refs) before inference is measured.
+ */
+#include "bench/benchutil.h"
+#include "tools/cmd.h"
+#include "tools/flags.h"
+
+#include <slim/model.h>
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#if defined(__AVX512F__) || defined(__FMA__)
+#include <immintrin.h>
+#endif
+
+typedef struct bench_cli {
+    const char *model_name, *model_path, *mode, *json, *optimizer;
+    int batch_size, num_threads, num_classes, image_size, iterations, warmup;
+    double budget, peak, weight_decay, learning_rate;
+    bool per_op;
+    uint64_t seed;
+    const char *const *plugins;
+    int n_plugins;
+} bench_cli;
+
+#define B(f) offsetof(bench_cli, f)
+static const flag_def bench_flags[] = {
+    {"model_name", FLAG_STR, B(model_name), 0, "a zoo model (resnet_v1_50, vgg_16, ...)"},
+    {"model", FLAG_STR, B(model_path), 0, "or a model file (path/to/model.yaml)"},
+    {"batch_size", FLAG_INT, B(batch_size), 0, "images per iteration (32)"},
+    {"num_threads", FLAG_INT, B(num_threads), 0, "threads of the model (1)"},
+    {"mode", FLAG_STR, B(mode), 0, "train, inference or both (both)"},
+    {"iterations", FLAG_INT, B(iterations), 0, "timed iterations at least (5)"},
+    {"warmup", FLAG_INT, B(warmup), 0, "untimed iterations first (2)"},
+    {"budget", FLAG_DBL, B(budget), 0,
+     "seconds of timed iterations per mode, beyond --iterations (5)"},
+    {"peak", FLAG_DBL, B(peak), 0,
+     "the fp32 peak in GFLOP/s for the percentages (0: measure it, < 0: none)"},
+    {"per_op", FLAG_BOOL, B(per_op), 0, "also every node's time, slowest first"},
+    {"json", FLAG_STR, B(json), 0, "write the results as JSON to this file"},
+    {"optimizer", FLAG_STR, B(optimizer), 0,
+     "update op of the training step: momentum (0.9), sgd, adam, rmsprop, ... (momentum)"},
+    {"learning_rate", FLAG_DBL, B(learning_rate), 0, "(0.01)"},
+    {"weight_decay", FLAG_DBL, B(weight_decay), 0, "L2 weight decay (< 0: the model file's; -1)"},
+    {"num_classes", FLAG_INT, B(num_classes), 0, "override the model's class count"},
+    {"image_size", FLAG_INT, B(image_size), 0, "override the model's input size"},
+    {"seed", FLAG_U64, B(seed), 0, "initial weights and the random input (0)"},
+    {"plugin", FLAG_LIST, B(plugins), B(n_plugins), "load an op plugin first; repeatable"},
+};
+#define N_BENCH_FLAGS ((int)(sizeof bench_flags / sizeof bench_flags[0]))
+
+static const char bench_usage[] =
+    "usage: slimrun bench (--model_name=NAME | --model=FILE.yaml) [--batch_size=N]\n"
+    "                     [--num_threads=N] [--mode=train|inference|both] [--per_op]\n"
+    "                     [--json=FILE] [flags]\n\n"
+    "Times a model's training step and inference on random input: ms per iteration\n"
+    "(median after warm-up), images/s, GFLOP/s and % of the fp32 peak, where the time\n"
+    "goes per op, the planned memory and the process's peak resident memory.";
+
+/* ---- the machine: peak FLOP rate, resident memory ------------------------------- */
+
+typedef struct peak_job {
+    double seconds, flops;
+} peak_job;
+
+/* Ten chains of independent FMAs (enough to cover their latency on two FMA
+ * ports), in registers, for ~0.25 s. */
+#define FMA10(op, m, c)                                                                            \
+    a0 = op(a0, m, c), a1 = op(a1, m, c), a2 = op(a2, m, c), a3 = op(a3, m, c), a4 = op(a4, m, c), \
+    a5 = op(a5, m, c), a6 = op(a6, m, c), a7 = op(a7, m, c), a8 = op(a8, m, c), a9 = op(a9, m, c)
+
+static void *peak_worker(void *arg)
+{
+    peak_job *j = arg;
+    const long chunk = 1L << 16;
+    double t0 = bench_now(), t;
+    long n = 0;
+#if defined(__AVX512F__)
+    __m512 m = _mm512_set1_ps(0.999999f), c = _mm512_set1_ps(1e-7f);
+    __m512 a0 = m, a1 = c, a2 = m, a3 = c, a4 = m, a5 = c, a6 = m, a7 = c, a8 = m, a9 = c;
+    do {
+        for (long i = 0; i < chunk; i++)
+            FMA10(_mm512_fmadd_ps, m, c);
+        n += chunk;
+    } while ((t = bench_now() - t0) < 0.25);
+    __m512 s = _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)),
+                             _mm512_add_ps(_mm512_add_ps(a4, a5), _mm512_add_ps(a6, a7)));
+    volatile float sink = _mm512_reduce_add_ps(_mm512_add_ps(s, _mm512_add_ps(a8, a9)));
+    j->flops = (double)n * 10 * 32;
+#elif defined(__FMA__)
+    __m256 m = _mm256_set1_ps(0.999999f), c = _mm256_set1_ps(1e-7f);
+    __m256 a0 = m, a1 = c, a2 = m, a3 = c, a4 = m, a5 = c, a6 = m, a7 = c, a8 = m, a9 = c;
+    do {
+        for (long i = 0; i < chunk; i++)
+            FMA10(_mm256_fmadd_ps, m, c);
+        n += chunk;
+    } while ((t = bench_now() - t0) < 0.25);
+    __m256 s = _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)),
+                             _mm256_add_ps(_mm256_add_ps(a4, a5), _mm256_add_ps(a6, a7)));
+    float v[8];
+    _mm256_storeu_ps(v, _mm256_add_ps(s, _mm256_add_ps(a8, a9)));
+    volatile float sink = v[0];
+    j->flops = (double)n * 10 * 16;
+#else
+#define SCALAR_FMA(x, y, z) ((x) * (y) + (z))
+    float m = 0.999999f, c = 1e-7f;
+    float a0 = m, a1 = c, a2 = m, a3 = c, a4 = m, a5 = c, a6 = m, a7 = c, a8 = m, a9 = c;
+    do {
+        for (long i = 0; i < chunk; i++)
+            FMA10(SCALAR_FMA, m, c);
+        n += chunk;
+    } while ((t = bench_now() - t0) < 0.25);
+    volatile float sink = a0 + a1 + a2 + a3 + a4 + a5 + a6 + a7 + a8 + a9;
+    j->flops = (double)n * 10 * 2;
+#endif
+    (void)sink;
+    j->seconds = t;
+    return NULL;
+}
+
+/* GFLOP/s of nth threads running FMAs at once (0 when threads cannot start). */
+static double measure_peak(int nth)
+{
+    pthread_t th[256];
+    peak_job jobs[256] = {{0}};
+    int started = 0;
+    for (int i = 1; i < nth; i++)
+        if (pthread_create(&th[i], NULL, peak_worker, &jobs[i]) == 0)
+            started = i;
+        else
+            return 0;
+    peak_worker(&jobs[0]);
+    for (int i = 1; i <= started; i++)
+        pthread_join(th[i], NULL);
+    double g = 0;
+    for (int i = 0; i < nth; i++)
+        g += jobs[i].seconds > 0 ? jobs[i].flops / jobs[i].seconds * 1e-9 : 0;
+    return g;
+}
+
+/* A "VmHWM:"/"VmRSS:" line of /proc/self/status in bytes (0 if absent). */
+static size_t proc_status_bytes(const char *key)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    if (!f)
+        return 0;
+    char line[256];
+    size_t v = 0, l = strlen(key);
+    while (fgets(line, sizeof line, f))
+        if (!strncmp(line, key, l)) {
+            v = (size_t)strtoull(line + l, NULL, 10) * 1024;
+            break;
+        }
+    fclose(f);
+    return v;
+}
+
+/* Peak resident memory so far (VmHWM; ru_maxrss where /proc is absent). */
+static size_t peak_rss(void)
+{
+    size_t v = proc_status_bytes("VmHWM:");
+    if (!v) {
+        struct rusage ru;
+        if (getrusage(RUSAGE_SELF, &ru) == 0)
+            v = (size_t)ru.ru_maxrss * 1024;
+    }
+    return v;
+}
+
+/* Start the peak over from the current resident size (Linux >= 4.0). */
+static bool reset_peak_rss(void)
+{
+    FILE *f = fopen("/proc/self/clear_refs", "w");
+    if (!f)
+        return false;
+    bool ok = fputs("5", f) >= 0;
+    return fclose(f) == 0 && ok;
+}
+
+/* ---- one mode --------------------------------------------------------------------- */
+
+typedef struct node_row {
+    const char *name, *op;
+    int phase;
+    double ms, flop; /* per iteration; flop 0 = unknown */
+} node_row;
+
+typedef struct mode_result {
+    bool train;
+    int iters, warmup;
+    double ms_median, ms_min, ms_max, img_s, gflop_iter, gflops, other;
+    double phase_ms[4];
+    slim_program_stats plan, compiled;
+    size_t base_rss, peak_rss;
+    bool rss_reset;
+    int n_nodes, n_kinds;
+    node_row *nodes, *kinds; /* slowest first; names point into names */
+    char *names;
+} mode_result;
+
+static void mode_result_fini(mode_result *r)
+{
+    free(r->nodes);
+    free(r->kinds);
+    free(r->names);
+}
+
+static int by_ms_desc(const void *a, const void *b)
+{
+    double x = ((const node_row *)a)->ms, y = ((const node_row *)b)->ms;
+    return x < y ? 1 : x > y ? -1 : 0;
+}
+
+/* Forward multiply-adds of one example for the layer a node belongs to (conv
+ * and fc layers: a layer's main node carries the layer's name), as slimrun
+ * profile counts them. */
+static int64_t layer_madds(const slim_model *m, const char *node)
+{
+    int n = slim_model_layer_count(m);
+    for (int i = 0; i < n; i++) {
+        const slim_model_layer *l = slim_model_layer_at(m, i);
+        if (l->madds > 0 && l->name && !strcmp(l->name, node))
+            return l->madds;
+    }
+    return 0;
+}
+
+/* Mean per-node times over the timed runs -> rows per node and per op kind. */
+static int collect_nodes(mode_result *r, const slim_model *m, const slim_node_time *t, int n,
+                         const double *acc, int runs, int batch)
+{
+    size_t pool = 1;
+    for (int k = 0; k < n; k++)
+        pool += strlen(t[k].name ? t[k].name : "?") + strlen(t[k].op ? t[k].op : "?") + 2;
+    r->nodes = calloc((size_t)n + 1, sizeof *r->nodes);
+    r->kinds = calloc((size_t)n + 1, sizeof *r->kinds);
+    r->names = malloc(pool);
+    if (!r->nodes || !r->kinds || !r->names)
+        return -1;
+    char *sp = r->names;
+    for (int k = 0; k < n; k++) {
+        node_row *o = &r->nodes[r->n_nodes++];
+        const char *nm = t[k].name ? t[k].name : "?", *op = t[k].op ? t[k].op : "?";
+        o->name = strcpy(sp, nm);
+        sp += strlen(nm) + 1;
+        o->op = strcpy(sp, op);
+        sp += strlen(op) + 1;
+        o->phase = t[k].phase >= 0 && t[k].phase < 4 ? t[k].phase : 0;
+        o->ms = 1e3 * acc[k] / runs;
+        r->phase_ms[o->phase] += o->ms;
+        /* forward: 2 FLOPs per multiply-add; backward: data and filter gradients */
+        int64_t madds = o->phase <= 1 ? layer_madds(m, o->name) : 0;
+        o->flop = 2.0 * (double)madds * batch * (o->phase == 1 ? 2 : 1);
+        int j = 0;
+        while (j < r->n_kinds && (strcmp(r->kinds[j].op, o->op) || r->kinds[j].phase != o->phase))
+            j++;
+        if (j == r->n_kinds)
+            r->kinds[r->n_kinds++] = (node_row){o->op, o->op, o->phase, 0, 0};
+        r->kinds[j].ms += o->ms;
+        r->kinds[j].flop += o->flop;
+    }
+    qsort(r->nodes, (size_t)r->n_nodes, sizeof *r->nodes, by_ms_desc);
+    qsort(r->kinds, (size_t)r->n_kinds, sizeof *r->kinds, by_ms_desc);
+    return 0;
+}
+
+/* Random images in [-1, 1) and labels in [0, classes). */
+static int feed(slim_program *p, int classes, uint64_t seed, slim_error *err)
+{
+    slim_tensor x, y;
+    if (slim_program_input(p, "images", &x, err))
+        return 1;
+    float *xd = x.data;
+    for (int64_t i = 0; i < slim_shape_numel(&x.shape); i++)
+        xd[i] = 2 * slim_rand_uniform(seed, 11, (uint64_t)i) - 1;
+    if (slim_program_input(p, "labels", &y, NULL) == SLIM_OK) {
+        int32_t *yd = y.data;
+        for (int64_t i = 0; i < slim_shape_numel(&y.shape); i++)
+            yd[i] = (int32_t)(slim_rand_u64(seed, 12, (uint64_t)i) % (uint64_t)classes);
+    }
+    return 0;
+}
+
+static bool same_plan(const slim_program_stats *a, const slim_program_stats *b)
+{
+    return a->arena_bytes == b->arena_bytes && a->naive_bytes == b->naive_bytes &&
+           a->param_bytes == b->param_bytes && a->slot_bytes == b->slot_bytes &&
+           a->n_forward == b->n_forward && a->n_backward == b->n_backward &&
+           a->n_update == b->n_update;
+}
+
+/* Load, plan, compile, feed and time one mode. Returns 0 or 1 (message printed). */
+static int run_mode(const bench_cli *c, const char *path, bool train, mode_result *r,
+                    slim_model_info *info)
+{
+    memset(r, 0, sizeof *r);
+    r->train = train;
+    r->rss_reset = reset_peak_rss();
+    r->base_rss = proc_status_bytes("VmRSS:");
+    const char *what = train ? "training" : "inference";
+    slim_error err = {0};
+    slim_registry *reg = NULL;
+    slim_model *m = NULL;
+    slim_program *p = NULL;
+    slim_attrs *oa = NULL;
+    double *acc = NULL, *times = NULL;
+    int rc = 1;
+    if (slim_registry_new(&reg, &err) != SLIM_OK)
+        goto fail;
+    slim_model_opts mo = {.batch_size = c->batch_size,
+                          .num_classes = c->num_classes,
+                          .image_size = c->image_size,
+                          .training = train,
+                          .weight_decay = (float)c->weight_decay,
+                          .plugins = c->plugins,
+                          .n_plugins = c->n_plugins};
+    if (slim_model_load(reg, path, &mo, &m, &err) != SLIM_OK)
+        goto fail;
+    *info = *slim_model_get_info(m);
+    slim_graph *g = slim_model_graph(m);
+    char opname[64];
+    snprintf(opname, sizeof opname, "%s_update", c->optimizer);
+    oa = slim_attrs_new();
+    if (!oa) {
+        snprintf(err.msg, sizeof err.msg, "out of memory");
+        goto fail;
+    }
+    if (!strcmp(c->optimizer, "momentum"))
+        slim_attrs_set_float(oa, "momentum", 0.9);
+    slim_compile_opts co = {.training = train,
+                            .num_threads = c->num_threads,
+                            .optimizer = train ? opname : NULL,
+                            .optimizer_attrs = train ? oa : NULL};
+    if (slim_graph_plan(g, &co, &r->plan, &err) != SLIM_OK ||
+        slim_graph_init_params(g, c->seed, &err) != SLIM_OK ||
+        slim_graph_compile(g, &co, &p, &err) != SLIM_OK)
+        goto fail;
+    slim_program_get_stats(p, &r->compiled);
+    if (!same_plan(&r->plan, &r->compiled))
+        fprintf(stderr,
+                "slimrun bench: warning: %s: slim_graph_plan (%zu-byte arena) and the "
+                "compiled program (%zu) differ\n",
+                what, r->plan.arena_bytes, r->compiled.arena_bytes);
+    if (feed(p, info->num_classes, c->seed, &err))
+        goto fail;
+    slim_program_set_profiling(p, true);
+    const slim_node_time *nt;
+    int n = slim_program_times(p, &nt);
+    int cap = c->iterations > 1000 ? c->iterations : 1000;
+    acc = calloc((size_t)n + 1, sizeof *acc);
+    times = malloc((size_t)cap * sizeof *times);
+    if (!acc || !times) {
+        snprintf(err.msg, sizeof err.msg, "out of memory");
+        goto fail;
+    }
+    int64_t step = 0;
+    for (int i = 0; i < c->warmup; i++) {
+        slim_run_opts ro = {.learning_rate = (float)c->learning_rate, .step = step++, .seed = 1};
+        if (slim_program_run(p, &ro, &err) != SLIM_OK)
+            goto fail;
+    }
+    bench_cpu c0 = bench_cpu_snapshot();
+    double t0 = bench_now();
+    while (r->iters < cap && (r->iters < c->iterations || bench_now() - t0 < c->budget)) {
+        slim_run_opts ro = {.learning_rate = (float)c->learning_rate, .step = step++, .seed = 1};
+        double s = bench_now();
+        if (slim_program_run(p, &ro, &err) != SLIM_OK)
+            goto fail;
+        times[r->iters++] = bench_now() - s;
+        n = slim_program_times(p, &nt);
+        for (int k = 0; k < n; k++)
+            acc[k] += nt[k].seconds;
+    }
+    r->other = bench_other_cores(c0, bench_cpu_snapshot());
+    r->peak_rss = peak_rss();
+    r->warmup = c->warmup;
+    r->ms_min = r->ms_max = 1e3 * times[0];
+    for (int i = 0; i < r->iters; i++) {
+        r->ms_min = 1e3 * times[i] < r->ms_min ? 1e3 * times[i] : r->ms_min;
+        r->ms_max = 1e3 * times[i] > r->ms_max ? 1e3 * times[i] : r->ms_max;
+    }
+    r->ms_median = 1e3 * bench_median(times, r->iters);
+    r->img_s = c->batch_size / (r->ms_median * 1e-3);
+    r->gflop_iter = 2.0 * (double)info->madds * c->batch_size * (train ? 3 : 1) * 1e-9;
+    r->gflops = r->gflop_iter / (r->ms_median * 1e-3);
+    if (collect_nodes(r, m, nt, n, acc, r->iters, c->batch_size)) {
+        snprintf(err.msg, sizeof err.msg, "out of memory");
+        goto fail;
+    }
+    rc = 0;
+fail:
+    if (rc)
+        fprintf(stderr, "slimrun bench: %s: %s\n", what, err.msg[0] ? err.msg : "failed");
+    free(acc);
+    free(times);
+    slim_attrs_free(oa);
+    slim_program_free(p);
+    slim_model_free(m);
+    slim_registry_free(reg);
+    return rc;
+}
+
+/* ---- output ----------------------------------------------------------------------- */
+
+static const char *const PHASE[] = {"forward", "backward", "update", "grad-sum"};
+
+static const char *human(char *buf, size_t n, double bytes)
+{
+    const char *unit[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    int u = 0;
+    while (bytes >= 1024 && u < 4) {
+        bytes /= 1024;
+        u++;
+    }
+    snprintf(buf, n, u ? "%.1f %s" : "%.0f %s", bytes, unit[u]);
+    return buf;
+}
+
+static size_t planned_total(const slim_program_stats *s)
+{
+    return s->arena_bytes + s->param_bytes + s->slot_bytes;
+}
+
+static void print_rows(const node_row *rows, int n, int max, double total, double peak, bool node)
+{
+    printf("  %-*s %-9s %10s %6s %9s%s\n", node ? 52 : 28, node ? "node (slowest first)" : "op",
+           "phase", "ms/iter", "%", "GFLOP/s", peak > 0 ? "  % of peak" : "");
+    for (int i = 0; i < n && i < max; i++) {
+        const node_row *o = &rows[i];
+        char label[160], gf[32] = "", pp[32] = "";
+        if (node)
+            snprintf(label, sizeof label, "%s (%s)", o->name, o->op);
+        else
+            snprintf(label, sizeof label, "%s", o->op);
+        double g = o->flop > 0 && o->ms > 0 ? o->flop / (o->ms * 1e-3) * 1e-9 : 0;
+        if (g > 0) {
+            snprintf(gf, sizeof gf, "%.1f", g);
+            if (peak > 0)
+                snprintf(pp, sizeof pp, "  %8.0f%%", 100 * g / peak);
+        }
+        printf("  %-*.*s %-9s %10.3f %5.1f%% %9s%s\n", node ? 52 : 28, node ? 52 : 28, label,
+               PHASE[o->phase], o->ms, total > 0 ? 100 * o->ms / total : 0, gf, pp);
+    }
+    if (n > max)
+        printf("  (%d more)\n", n - max);
+}
+
+static void print_mode(const bench_cli *c, const mode_result *r, double peak)
+{
+    char b1[32], b2[32], b3[32], b4[32], b5[32];
+    printf("\n%s (%s), %d timed iterations after %d warm-up:\n",
+           r->train ? "training" : "inference",
+           r->train ? "forward + loss + backward + update" : "forward", r->iters, r->warmup);
+    printf("  %.2f ms/iter (median; min %.2f, max %.2f), %.2f images/s, %.1f GFLOP/s", r->ms_median,
+           r->ms_min, r->ms_max, r->img_s, r->gflops);
+    if (peak > 0)
+        printf(" (%.0f%% of peak)", 100 * r->gflops / peak);
+    printf("\n  forward %.2f ms, backward %.2f ms, update %.2f ms, gradient sums %.2f ms\n",
+           r->phase_ms[0], r->phase_ms[1], r->phase_ms[2], r->phase_ms[3]);
+    const slim_program_stats *s = &r->compiled;
+    printf(
+        "  planned memory: %s arena (%s without reuse) + %s parameters + %s optimizer slots "
+        "= %s\n",
+        human(b1, sizeof b1, (double)s->arena_bytes), human(b2, sizeof b2, (double)s->naive_bytes),
+        human(b3, sizeof b3, (double)s->param_bytes), human(b4, sizeof b4, (double)s->slot_bytes),
+        human(b5, sizeof b5, (double)planned_total(s)));
+    printf("  peak resident memory: %s (%s before the model); planned / peak = %.2f\n",
+           human(b1, sizeof b1, (double)r->peak_rss), human(b2, sizeof b2, (double)r->base_rss),
+           r->peak_rss ? (double)planned_total(s) / (double)r->peak_rss : 0);
+    printf("  other processes used %.2f cores while timing\n\n", r->other);
+    double total = r->phase_ms[0] + r->phase_ms[1] + r->phase_ms[2] + r->phase_ms[3];
+    print_rows(r->kinds, r->n_kinds, 40, total, peak, false);
+    if (c->per_op) {
+        printf("\n");
+        print_rows(r->nodes, r->n_nodes, r->n_nodes, total, peak, true);
+    }
+}
+
+static void json_str(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (; *s; s++) {
+        if (*s == '"' || *s == '\\')
+            fprintf(f, "\\%c", *s);
+        else if ((unsigned char)*s < 0x20)
+            fprintf(f, "\\u%04x", *s);
+        else
+            fputc(*s, f);
+    }
+    fputc('"', f);
+}
+
+static void json_rows(FILE *f, const char *key, const node_row *rows, int n, bool node)
+{
+    fprintf(f, ",\n    \"%s\": [", key);
+    for (int i = 0; i < n; i++) {
+        const node_row *o = &rows[i];
+        fprintf(f, "%s\n      {", i ? "," : "");
+        if (node) {
+            fprintf(f, "\"name\": ");
+            json_str(f, o->name);
+            fprintf(f, ", ");
+        }
+        fprintf(f, "\"op\": ");
+        json_str(f, o->op);
+        fprintf(f, ", \"phase\": \"%s\", \"ms\": %.4f, \"gflops\": %.2f}", PHASE[o->phase], o->ms,
+                o->flop > 0 && o->ms > 0 ? o->flop / (o->ms * 1e-3) * 1e-9 : 0.0);
+    }
+    fprintf(f, "\n    ]");
+}
+
+static void json_mode(FILE *f, const bench_cli *c, const mode_result *r, double peak)
+{
+    const slim_program_stats *s = &r->compiled;
+    fprintf(f,
+            "{\n    \"iterations\": %d, \"warmup\": %d, \"ms_median\": %.3f, \"ms_min\": %.3f, "
+            "\"ms_max\": %.3f,\n    \"img_s\": %.3f, \"gflop_per_iter\": %.4f, \"gflops\": %.2f, "
+            "\"pct_peak\": %.2f, \"other_cores\": %.3f,\n    \"forward_ms\": %.3f, "
+            "\"backward_ms\": %.3f, \"update_ms\": %.3f, \"grad_sum_ms\": %.3f,\n    "
+            "\"arena_bytes\": %zu, \"naive_bytes\": %zu, \"param_bytes\": %zu, \"slot_bytes\": "
+            "%zu, \"planned_bytes\": %zu,\n    \"plan_only_arena_bytes\": %zu, \"plan_matches\": "
+            "%s, \"peak_rss_bytes\": %zu, \"base_rss_bytes\": %zu, \"rss_reset\": %s,\n    "
+            "\"n_forward\": %d, \"n_backward\": %d, \"n_update\": %d",
+            r->iters, r->warmup, r->ms_median, r->ms_min, r->ms_max, r->img_s, r->gflop_iter,
+            r->gflops, peak > 0 ? 100 * r->gflops / peak : 0.0, r->other, r->phase_ms[0],
+            r->phase_ms[1], r->phase_ms[2], r->phase_ms[3], s->arena_bytes, s->naive_bytes,
+            s->param_bytes, s->slot_bytes, planned_total(s), r->plan.arena_bytes,
+            same_plan(&r->plan, s) ? "true" : "false", r->peak_rss, r->base_rss,
+            r->rss_reset ? "true" : "false", s->n_forward, s->n_backward, s->n_update);
+    json_rows(f, "ops", r->kinds, r->n_kinds, false);
+    if (c->per_op)
+        json_rows(f, "nodes", r->nodes, r->n_nodes, true);
+    fprintf(f, "\n  }");
+}
+
+static int write_json(const bench_cli *c, const slim_model_info *info, const mode_result *res,
+                      int n, double peak, const char *peak_src)
+{
+    FILE *f = strcmp(c->json, "-") ? fopen(c->json, "w") : stdout;
+    if (!f) {
+        fprintf(stderr, "slimrun bench: cannot write %s\n", c->json);
+        return 1;
+    }
+    fprintf(f, "{\n  \"model\": ");
+    json_str(f, c->model_name ? c->model_name : info->name);
+    fprintf(f, ", \"name\": ");
+    json_str(f, info->name);
+    fprintf(f,
+            ", \"batch\": %d, \"threads\": %d, \"image_size\": %d, \"channels\": %d, "
+            "\"num_classes\": %d,\n  \"params\": %lld, \"trainable_params\": %lld, "
+            "\"fwd_gflop_per_img\": %.5f, \"peak_gflops\": %.1f, \"peak_source\": \"%s\"",
+            c->batch_size, c->num_threads, info->image_size, info->channels, info->num_classes,
+            (long long)info->n_params, (long long)info->n_trainable, 2e-9 * (double)info->madds,
+            peak, peak_src);
+    for (int i = 0; i < n; i++) {
+        fprintf(f, ",\n  \"%s\": ", res[i].train ? "train" : "inference");
+        json_mode(f, c, &res[i], peak);
+    }
+    fprintf(f, "\n}\n");
+    if (f != stdout && fclose(f) != 0) {
+        fprintf(stderr, "slimrun bench: cannot write %s\n", c->json);
+        return 1;
+    }
+    return 0;
+}
+
+/* ---- the command ------------------------------------------------------------------ */
+
+static int run_bench(int argc, char **argv)
+{
+    bench_cli c = {.batch_size = 32,
+                   .num_threads = 1,
+                   .mode = "both",
+                   .iterations = 5,
+                   .warmup = 2,
+                   .budget = 5,
+                   .optimizer = "momentum",
+                   .learning_rate = 0.01,
+                   .weight_decay = -1};
+    flags_result fr;
+    memset(&fr, 0, sizeof fr);
+    char msg[1024];
+    if (flags_parse(bench_flags, N_BENCH_FLAGS, &c, argc, argv, 1, &fr, msg, sizeof msg)) {
+        fprintf(stderr, "slimrun bench: %s\n", msg);
+        return 2;
+    }
+    if (fr.help) {
+        flags_usage(stdout, bench_usage, bench_flags, N_BENCH_FLAGS);
+        return 0;
+    }
+    const char *bad = NULL;
+    if (fr.n_pos)
+        snprintf(msg, sizeof msg, "unexpected argument '%s' (flags are --name=value)", fr.pos[0]),
+            bad = msg;
+    else if (!c.model_name == !c.model_path)
+        bad = "give a model: --model_name=NAME (a zoo model) or --model=FILE.yaml";
+    else if (c.batch_size < 1)
+        bad = "--batch_size must be at least 1";
+    else if (c.num_threads < 1 || c.num_threads > 256)
+        bad = "--num_threads must be in [1, 256]";
+    else if (strcmp(c.mode, "train") && strcmp(c.mode, "inference") && strcmp(c.mode, "both"))
+        snprintf(msg, sizeof msg, "--mode=%s: expected train, inference or both", c.mode),
+            bad = msg;
+    else if (c.iterations < 1)
+        bad = "--iterations must be at least 1";
+    else if (c.warmup < 0 || c.budget < 0)
+        bad = "--warmup and --budget cannot be negative";
+    else if (c.num_classes < 0 || c.image_size < 0)
+        bad = "--num_classes and --image_size cannot be negative";
+    if (bad) {
+        fprintf(stderr, "slimrun bench: %s\n", bad);
+        return 2;
+    }
+    slim_error err = {0};
+    char path[1024];
+    if (slim_model_find(c.model_path ? c.model_path : c.model_name, path, sizeof path, &err) !=
+        SLIM_OK) {
+        fprintf(stderr, "slimrun bench: %s\n", err.msg);
+        return 1;
+    }
+    if (strcmp(c.mode, "inference")) { /* the optimizer's update op must exist */
+        slim_registry *reg;
+        char opname[64];
+        snprintf(opname, sizeof opname, "%s_update", c.optimizer);
+        if (slim_registry_new(&reg, &err) != SLIM_OK) {
+            fprintf(stderr, "slimrun bench: %s\n", err.msg);
+            return 1;
+        }
+        const slim_op_desc *d = slim_registry_find(reg, opname);
+        bool ok = d && (d->flags & SLIM_OP_UPDATE);
+        slim_registry_free(reg);
+        if (!ok) {
+            fprintf(stderr,
+                    "slimrun bench: --optimizer=%s: no update op '%s' (momentum, sgd, "
+                    "adam, adagrad, adadelta, rmsprop, ftrl)\n",
+                    c.optimizer, opname);
+            return 2;
+        }
+    }
+    double peak = c.peak;
+    const char *peak_src = "given";
+    if (peak == 0) {
+        peak = measure_peak(c.num_threads);
+        peak_src = "measured";
+    } else if (peak < 0) {
+        peak = 0;
+        peak_src = "none";
+    }
+    mode_result res[2];
+    int n = 0, rc = 0;
+    slim_model_info info = {0};
+    bool modes[2] = {strcmp(c.mode, "inference") != 0, strcmp(c.mode, "train") != 0};
+    for (int k = 0; k < 2 && !rc; k++) {
+        if (!modes[k])
+            continue;
+        slim_model_info mi;
+        rc = run_mode(&c, path, k == 0, &res[n], &mi);
+        if (rc) {
+            mode_result_fini(&res[n]);
+            break;
+        }
+        if (n == 0) {
+            info = mi;
+            printf("bench %s (%s): batch %d of %dx%dx%d, %d classes, %d thread%s; %.2f M "
+                   "parameters, %.3f GFLOP per image forward\n",
+                   c.model_name ? c.model_name : info.name, path, c.batch_size, info.image_size,
+                   info.image_size, info.channels, info.num_classes, c.num_threads,
+                   c.num_threads > 1 ? "s" : "", (double)info.n_params * 1e-6,
+                   2e-9 * (double)info.madds);
+            if (peak > 0)
+                printf("fp32 peak: %.1f GFLOP/s (%s, %d thread%s)\n", peak, peak_src, c.num_threads,
+                       c.num_threads > 1 ? "s" : "");
+        }
+        print_mode(&c, &res[n], peak);
+        fflush(stdout);
+        n++;
+    }
+    if (!rc && c.json)
+        rc = write_json(&c, &info, res, n, peak, peak_src);
+    for (int i = 0; i < n; i++)
+        mode_result_fini(&res[i]);
+    return rc;
+}
+
+const slim_command slim_cmd_bench = {
+    .name = "bench",
+    .summary = "time a model's training step and inference on random input (like caffe time)",
+    .run = run_bench,
+};
