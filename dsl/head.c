@@ -145,10 +145,12 @@ slim_status dsl_head(dsl *d, const dnode *root, const char *scope, slim_tid imag
             aux_weight = dval_num(&v);
         }
     }
+    const slim_model_opts *o = d->opts;
+    if (o->set_aux_weight) /* the caller's (slimrun --aux_loss_weight) over the file's */
+        aux_weight = o->aux_weight;
     slim_tid logits, pred, labels, acc, acc5;
     TRY(flat_logits(d, lat, "logits", logits_src, "logits", classes, &logits));
     TRY(add_simple(d, lat, "softmax", "predictions", &logits, 1, NULL, 0, &pred));
-    const slim_model_opts *o = d->opts;
     slim_shape ls = {1, {o->batch_size}};
     slim_error ge = {0};
     if (slim_graph_input(d->g, "labels", SLIM_I32, &ls, &labels, &ge) != SLIM_OK)

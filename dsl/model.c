@@ -558,6 +558,10 @@ static slim_status load(slim_registry *reg, const char *path, const char *text, 
         return dsl_fail(err, NULL, SLIM_EINVAL,
                         "label_smoothing %g is out of range, expected [0, 1]",
                         (double)o->label_smoothing);
+    if (o->set_aux_weight && !(o->aux_weight >= 0 && o->aux_weight <= 1e6))
+        return dsl_fail(err, NULL, SLIM_EINVAL,
+                        "aux_weight %g is out of range, expected a number >= 0",
+                        (double)o->aux_weight);
     for (int i = 0; i < o->n_plugins; i++) {
         if (!o->plugins || !o->plugins[i])
             return dsl_fail(err, NULL, SLIM_EINVAL, "plugin %d of the options is NULL", i);

@@ -9,6 +9,10 @@
  *                    as TensorFlow's MomentumOptimizer (ApplyMomentum); accum
  *                    (the "momentum" slot) starts at zero.
  *
+ * An optional last input, a scalar, multiplies the gradient first: the
+ * engine's global-norm clipping (tf.clip_by_global_norm) computes it once over
+ * every gradient of the step.
+ *
  * Every node needs an output, so each produces a scalar 0 that nothing reads.
  * Elementwise, so each thread updates its own range of elements.
  */
@@ -23,16 +27,22 @@ extern const slim_op_desc slim__op_momentum_update;
 
 typedef struct update_params {
     int64_t numel;
+    int scale_input; /* index of the gradient scale, -1 = none */
     float momentum;
     bool nesterov;
 } update_params;
 
-/* param, grad and (for momentum) the slot: f32, one shape. */
-static slim_status update_infer(slim_infer_ctx *c)
+/* param, grad and (for momentum) the slot: f32, one shape; then the scale. */
+static slim_status update_infer(slim_infer_ctx *c, int n_slots)
 {
     static const char *const names[] = {"param", "grad", "momentum slot"};
     update_params *p = c->params;
-    return slim__update_infer(c, names, &p->numel);
+    return slim__update_infer(c, names, n_slots, &p->numel, &p->scale_input);
+}
+
+static slim_status sgd_infer(slim_infer_ctx *c)
+{
+    return update_infer(c, 0);
 }
 
 /* ---- sgd_update ----------------------------------------------------------- */
@@ -42,7 +52,7 @@ static void sgd_forward(const slim_kernel_ctx *c)
     const update_params *p = c->params;
     float *w = c->in[0].data;
     const float *g = c->in[1].data;
-    const float lr = c->lr;
+    const float lr = c->lr * slim__update_grad_scale(c, p->scale_input);
     int64_t lo, hi;
     slim_split(p->numel, c->ith, c->nth, &lo, &hi);
     for (int64_t i = lo; i < hi; i++)
@@ -55,23 +65,24 @@ static void sgd_forward_ref(const slim_kernel_ctx *c)
     const update_params *p = c->params;
     float *w = c->in[0].data;
     const float *g = c->in[1].data;
+    const float s = slim__update_grad_scale(c, p->scale_input);
     for (int64_t i = 0; i < p->numel; i++)
-        w[i] = w[i] - c->lr * g[i];
+        w[i] = w[i] - (c->lr * s) * g[i];
     *(float *)c->out[0].data = 0.0f;
 }
 
 const slim_op_desc slim__op_sgd_update = {
     .struct_size = sizeof(slim_op_desc),
     .name = "sgd_update",
-    .doc = "param -= lr * grad (inputs param, grad; param is written in place)",
+    .doc = "param -= lr * grad (inputs param, grad[, grad_scale]; param is written in place)",
     .min_inputs = 2,
-    .max_inputs = 2,
+    .max_inputs = 3,
     .n_outputs = 1,
     .params_size = sizeof(update_params),
     .flags = SLIM_OP_UPDATE,
-    .nondiff_inputs = 0x3,
+    .nondiff_inputs = 0x7,
     .mutates_inputs = 1u << 0,
-    .infer = update_infer,
+    .infer = sgd_infer,
     .forward = sgd_forward,
     .forward_ref = sgd_forward_ref,
 };
@@ -89,9 +100,12 @@ static const slim_attr_spec momentum_attrs[] = {
      .doc = "Nesterov momentum: param -= lr * (grad + momentum * accum)"},
 };
 
+/* TF's MomentumOptimizer slot "momentum", zeros */
+static const slim_slot_spec momentum_slots[] = {{.name = "momentum", .init = 0}};
+
 static slim_status momentum_infer(slim_infer_ctx *c)
 {
-    slim_status st = update_infer(c);
+    slim_status st = update_infer(c, 1);
     if (st)
         return st;
     update_params *p = c->params;
@@ -105,18 +119,18 @@ static void momentum_forward(const slim_kernel_ctx *c)
     const update_params *p = c->params;
     float *w = c->in[0].data, *acc = c->in[2].data;
     const float *g = c->in[1].data;
-    const float lr = c->lr, mu = p->momentum;
+    const float lr = c->lr, mu = p->momentum, s = slim__update_grad_scale(c, p->scale_input);
     int64_t lo, hi;
     slim_split(p->numel, c->ith, c->nth, &lo, &hi);
     if (p->nesterov) {
         for (int64_t i = lo; i < hi; i++) {
-            float a = mu * acc[i] + g[i];
+            float gi = s * g[i], a = mu * acc[i] + gi;
             acc[i] = a;
-            w[i] -= lr * (g[i] + mu * a);
+            w[i] -= lr * (gi + mu * a);
         }
     } else {
         for (int64_t i = lo; i < hi; i++) {
-            float a = mu * acc[i] + g[i];
+            float a = mu * acc[i] + s * g[i];
             acc[i] = a;
             w[i] -= lr * a;
         }
@@ -129,9 +143,11 @@ static void momentum_forward_ref(const slim_kernel_ctx *c)
     const update_params *p = c->params;
     float *w = c->in[0].data, *acc = c->in[2].data;
     const float *g = c->in[1].data;
+    const float s = slim__update_grad_scale(c, p->scale_input);
     for (int64_t i = 0; i < p->numel; i++) {
-        acc[i] = p->momentum * acc[i] + g[i];
-        float step = p->nesterov ? g[i] + p->momentum * acc[i] : acc[i];
+        float gi = s * g[i];
+        acc[i] = p->momentum * acc[i] + gi;
+        float step = p->nesterov ? gi + p->momentum * acc[i] : acc[i];
         w[i] = w[i] - c->lr * step;
     }
     *(float *)c->out[0].data = 0.0f;
@@ -141,17 +157,19 @@ const slim_op_desc slim__op_momentum_update = {
     .struct_size = sizeof(slim_op_desc),
     .name = "momentum_update",
     .doc = "TF MomentumOptimizer: accum = momentum * accum + grad; param -= lr * accum "
-           "(nesterov: lr * (grad + momentum * accum)); inputs param, grad, accum",
+           "(nesterov: lr * (grad + momentum * accum)); inputs param, grad, accum[, grad_scale]",
     .min_inputs = 3,
-    .max_inputs = 3,
+    .max_inputs = 4,
     .n_outputs = 1,
     .attrs = momentum_attrs,
     .n_attrs = (int)(sizeof momentum_attrs / sizeof momentum_attrs[0]),
     .params_size = sizeof(update_params),
     .flags = SLIM_OP_UPDATE,
-    .nondiff_inputs = 0x7,
+    .nondiff_inputs = 0xf,
     .mutates_inputs = (1u << 0) | (1u << 2),
     .infer = momentum_infer,
     .forward = momentum_forward,
     .forward_ref = momentum_forward_ref,
+    .slots = momentum_slots,
+    .n_slots = 1,
 };

@@ -27,19 +27,19 @@
  *       param = |linear| > l1 ? (sign(linear) l1 - linear) / quadratic : 0
  *       accum = new
  *
- * Slots start at zero in the engine; the ones TensorFlow starts elsewhere
- * (rmsprop's rms at 1, adagrad's and ftrl's accum at initial_accumulator_value)
- * are filled by whoever compiles the program (runtime/optim.c) before the
- * first step, and restored from checkpoints after that.
+ * Slots are declared in the descriptors with their initial values, which the
+ * engine writes when it compiles a training program: TensorFlow's (rmsprop's
+ * rms at 1, adagrad's and ftrl's accum at the initial_accumulator_value
+ * attribute, the rest 0); checkpoints restore them after that.
  *
  * Attribute defaults are TF-Slim's flag defaults (opt_epsilon 1.0, rmsprop
- * decay and momentum 0.9, adadelta rho 0.95, ftrl learning_rate_power -0.5).
+ * decay and momentum 0.9, adadelta rho 0.95, ftrl learning_rate_power -0.5,
+ * initial accumulators 0.1).
  *
- * clip_norm (every op here): the gradient is scaled by
- * clip_norm / max(||g||_2, clip_norm) first, as tf.clip_by_norm per tensor
- * (TF-Slim's create_train_op(clip_gradient_norm=...)). Its sum of squares is
- * reduced deterministically: one double partial per thread, combined in
- * thread order after a barrier.
+ * grad_scale (an optional last input, every op here): the gradient is
+ * multiplied by it first. The engine's global-norm clipping
+ * (tf.clip_by_global_norm, TF-Slim's create_train_op(clip_gradient_norm=...))
+ * computes it once per step over every gradient.
  *
  * Elementwise, so each thread updates its own range; the reference kernels
  * are the same loops over every element on one thread.
@@ -59,62 +59,24 @@ extern const slim_op_desc slim__op_ftrl_update;
 
 typedef struct adaptive_params {
     int64_t numel;
-    float clip_norm; /* 0 = off */
+    int scale_input; /* index of the gradient scale, -1 = none */
     float a, b, eps; /* rmsprop: decay, momentum; adam: beta1, beta2; adadelta: rho; ftrl: l1, l2 */
     float power;     /* ftrl: learning_rate_power */
     bool nesterov;   /* adam */
 } adaptive_params;
 
-#define CLIP_ATTR                                                                                  \
+#define INITIAL_ACCUMULATOR_ATTR(flag)                                                             \
     {                                                                                              \
-        .name = "clip_norm", .type = SLIM_ATTR_FLOAT, .def = "0", .ranged = true, .min = 0,        \
-        .max = 1e30,                                                                               \
-        .doc = "clip the gradient to this L2 norm first (tf.clip_by_norm); 0 = no clipping"        \
+        .name = "initial_accumulator_value", .type = SLIM_ATTR_FLOAT, .def = "0.1",                \
+        .ranged = true, .min = 1e-30, .max = 1e30,                                                 \
+        .doc = "starting value of the accum slot (> 0; TF-Slim " flag ")"                          \
     }
 
-/* param, grad and the slots: f32, one shape. names[i] names input i. */
-static slim_status common_infer(slim_infer_ctx *c, const char *const *names)
+/* param, grad and the slots: f32, one shape; then the scale. names[i] names input i. */
+static slim_status common_infer(slim_infer_ctx *c, const char *const *names, int n_slots)
 {
     adaptive_params *p = c->params;
-    slim_status st = slim__update_infer(c, names, &p->numel);
-    if (st)
-        return st;
-    p->clip_norm = (float)c->attr_float(c, "clip_norm");
-    if (p->clip_norm > 0)
-        c->set_workspace(c, (size_t)(c->nth > 0 ? c->nth : 1) * sizeof(double));
-    return SLIM_OK;
-}
-
-/* The factor the gradient is multiplied by: clip_norm / max(||g||, clip_norm).
- * Every thread calls it (it meets the others at a barrier) and gets the same value. */
-static float clip_scale(const slim_kernel_ctx *c, const adaptive_params *p, const float *g)
-{
-    if (p->clip_norm <= 0)
-        return 1.0f;
-    int64_t lo, hi;
-    slim_split(p->numel, c->ith, c->nth, &lo, &hi);
-    double ss = 0, *part = c->ws;
-    for (int64_t i = lo; i < hi; i++)
-        ss += (double)g[i] * g[i];
-    part[c->ith] = ss;
-    c->sync(c);
-    double total = 0;
-    for (int t = 0; t < c->nth; t++)
-        total += part[t];
-    float norm = (float)sqrt(total);
-    return norm > p->clip_norm ? p->clip_norm / norm : 1.0f;
-}
-
-/* The same on one thread over every element (reference kernels). */
-static float clip_scale_ref(const adaptive_params *p, const float *g)
-{
-    if (p->clip_norm <= 0)
-        return 1.0f;
-    double ss = 0;
-    for (int64_t i = 0; i < p->numel; i++)
-        ss += (double)g[i] * g[i];
-    float norm = (float)sqrt(ss);
-    return norm > p->clip_norm ? p->clip_norm / norm : 1.0f;
+    return slim__update_infer(c, names, n_slots, &p->numel, &p->scale_input);
 }
 
 /* One kernel body per op over [lo, hi): the fast kernel runs it on its
@@ -125,7 +87,7 @@ typedef void (*range_fn)(const slim_kernel_ctx *c, const adaptive_params *p, flo
 static void run_fast(const slim_kernel_ctx *c, range_fn fn)
 {
     const adaptive_params *p = c->params;
-    float cs = clip_scale(c, p, c->in[1].data);
+    float cs = slim__update_grad_scale(c, p->scale_input);
     int64_t lo, hi;
     slim_split(p->numel, c->ith, c->nth, &lo, &hi);
     fn(c, p, cs, lo, hi);
@@ -135,7 +97,7 @@ static void run_fast(const slim_kernel_ctx *c, range_fn fn)
 static void run_ref(const slim_kernel_ctx *c, range_fn fn)
 {
     const adaptive_params *p = c->params;
-    fn(c, p, clip_scale_ref(p, c->in[1].data), 0, p->numel);
+    fn(c, p, slim__update_grad_scale(c, p->scale_input), 0, p->numel);
     *(float *)c->out[0].data = 0.0f;
 }
 
@@ -163,13 +125,12 @@ static const slim_attr_spec rmsprop_attrs[] = {
      .min = 0,
      .max = 1e30,
      .doc = "added to the mean square inside the root (TF-Slim --opt_epsilon)"},
-    CLIP_ATTR,
 };
 
 static slim_status rmsprop_infer(slim_infer_ctx *c)
 {
     static const char *const names[] = {"param", "grad", "rms slot", "momentum slot"};
-    slim_status st = common_infer(c, names);
+    slim_status st = common_infer(c, names, 2);
     if (st)
         return st;
     adaptive_params *p = c->params;
@@ -203,23 +164,28 @@ static void rmsprop_forward_ref(const slim_kernel_ctx *c)
     run_ref(c, rmsprop_range);
 }
 
+static const slim_slot_spec rmsprop_slots[] = {{.name = "rms", .init = 1}, /* TF 1.x: ones */
+                                               {.name = "momentum", .init = 0}};
+
 const slim_op_desc slim__op_rmsprop_update = {
     .struct_size = sizeof(slim_op_desc),
     .name = "rmsprop_update",
     .doc = "TF RMSPropOptimizer: rms += (g^2 - rms)(1 - decay); mom = momentum mom + lr g / "
            "sqrt(rms + epsilon); param -= mom. Inputs param, grad, rms (starts at 1), momentum",
     .min_inputs = 4,
-    .max_inputs = 4,
+    .max_inputs = 5,
     .n_outputs = 1,
     .attrs = rmsprop_attrs,
     .n_attrs = (int)(sizeof rmsprop_attrs / sizeof rmsprop_attrs[0]),
     .params_size = sizeof(adaptive_params),
     .flags = SLIM_OP_UPDATE,
-    .nondiff_inputs = 0xf,
+    .nondiff_inputs = 0x1f,
     .mutates_inputs = (1u << 0) | (1u << 2) | (1u << 3),
     .infer = rmsprop_infer,
     .forward = rmsprop_forward,
     .forward_ref = rmsprop_forward_ref,
+    .slots = rmsprop_slots,
+    .n_slots = 2,
 };
 
 /* ---- adam_update -------------------------------------------------------------- */
@@ -250,13 +216,12 @@ static const slim_attr_spec adam_attrs[] = {
      .type = SLIM_ATTR_BOOL,
      .def = "false",
      .doc = "Nesterov momentum in the first moment (TF's ApplyAdam use_nesterov)"},
-    CLIP_ATTR,
 };
 
 static slim_status adam_infer(slim_infer_ctx *c)
 {
     static const char *const names[] = {"param", "grad", "m slot", "v slot"};
-    slim_status st = common_infer(c, names);
+    slim_status st = common_infer(c, names, 2);
     if (st)
         return st;
     adaptive_params *p = c->params;
@@ -298,6 +263,8 @@ static void adam_forward_ref(const slim_kernel_ctx *c)
     run_ref(c, adam_range);
 }
 
+static const slim_slot_spec adam_slots[] = {{.name = "m", .init = 0}, {.name = "v", .init = 0}};
+
 const slim_op_desc slim__op_adam_update = {
     .struct_size = sizeof(slim_op_desc),
     .name = "adam_update",
@@ -305,27 +272,31 @@ const slim_op_desc slim__op_adam_update = {
            "lr sqrt(1 - beta2^t)/(1 - beta1^t) m / (sqrt(v) + epsilon), t = step + 1. "
            "Inputs param, grad, m, v",
     .min_inputs = 4,
-    .max_inputs = 4,
+    .max_inputs = 5,
     .n_outputs = 1,
     .attrs = adam_attrs,
     .n_attrs = (int)(sizeof adam_attrs / sizeof adam_attrs[0]),
     .params_size = sizeof(adaptive_params),
     .flags = SLIM_OP_UPDATE,
-    .nondiff_inputs = 0xf,
+    .nondiff_inputs = 0x1f,
     .mutates_inputs = (1u << 0) | (1u << 2) | (1u << 3),
     .infer = adam_infer,
     .forward = adam_forward,
     .forward_ref = adam_forward_ref,
+    .slots = adam_slots,
+    .n_slots = 2,
 };
 
 /* ---- adagrad_update ----------------------------------------------------------- */
 
-static const slim_attr_spec adagrad_attrs[] = {CLIP_ATTR};
+static const slim_attr_spec adagrad_attrs[] = {
+    INITIAL_ACCUMULATOR_ATTR("--adagrad_initial_accumulator_value"),
+};
 
 static slim_status adagrad_infer(slim_infer_ctx *c)
 {
     static const char *const names[] = {"param", "grad", "accumulator slot"};
-    return common_infer(c, names);
+    return common_infer(c, names, 1);
 }
 
 static void adagrad_range(const slim_kernel_ctx *c, const adaptive_params *p, float cs, int64_t lo,
@@ -352,23 +323,28 @@ static void adagrad_forward_ref(const slim_kernel_ctx *c)
     run_ref(c, adagrad_range);
 }
 
+static const slim_slot_spec adagrad_slots[] = {
+    {.name = "accumulator", .init_attr = "initial_accumulator_value"}};
+
 const slim_op_desc slim__op_adagrad_update = {
     .struct_size = sizeof(slim_op_desc),
     .name = "adagrad_update",
     .doc = "TF AdagradOptimizer: accum += g^2; param -= lr g / sqrt(accum). Inputs param, grad, "
            "accum (starts at initial_accumulator_value, TF-Slim 0.1)",
     .min_inputs = 3,
-    .max_inputs = 3,
+    .max_inputs = 4,
     .n_outputs = 1,
     .attrs = adagrad_attrs,
     .n_attrs = (int)(sizeof adagrad_attrs / sizeof adagrad_attrs[0]),
     .params_size = sizeof(adaptive_params),
     .flags = SLIM_OP_UPDATE,
-    .nondiff_inputs = 0x7,
+    .nondiff_inputs = 0xf,
     .mutates_inputs = (1u << 0) | (1u << 2),
     .infer = adagrad_infer,
     .forward = adagrad_forward,
     .forward_ref = adagrad_forward_ref,
+    .slots = adagrad_slots,
+    .n_slots = 1,
 };
 
 /* ---- adadelta_update ---------------------------------------------------------- */
@@ -388,13 +364,12 @@ static const slim_attr_spec adadelta_attrs[] = {
      .min = 0,
      .max = 1e30,
      .doc = "inside both roots (TF-Slim --opt_epsilon)"},
-    CLIP_ATTR,
 };
 
 static slim_status adadelta_infer(slim_infer_ctx *c)
 {
     static const char *const names[] = {"param", "grad", "accum slot", "accum_update slot"};
-    slim_status st = common_infer(c, names);
+    slim_status st = common_infer(c, names, 2);
     if (st)
         return st;
     adaptive_params *p = c->params;
@@ -428,6 +403,9 @@ static void adadelta_forward_ref(const slim_kernel_ctx *c)
     run_ref(c, adadelta_range);
 }
 
+static const slim_slot_spec adadelta_slots[] = {{.name = "accum", .init = 0},
+                                                {.name = "accum_update", .init = 0}};
+
 const slim_op_desc slim__op_adadelta_update = {
     .struct_size = sizeof(slim_op_desc),
     .name = "adadelta_update",
@@ -435,17 +413,19 @@ const slim_op_desc slim__op_adadelta_update = {
            "epsilon) / sqrt(accum + epsilon) g; param -= lr u; accum_update = rho accum_update "
            "+ (1 - rho) u^2. Inputs param, grad, accum, accum_update",
     .min_inputs = 4,
-    .max_inputs = 4,
+    .max_inputs = 5,
     .n_outputs = 1,
     .attrs = adadelta_attrs,
     .n_attrs = (int)(sizeof adadelta_attrs / sizeof adadelta_attrs[0]),
     .params_size = sizeof(adaptive_params),
     .flags = SLIM_OP_UPDATE,
-    .nondiff_inputs = 0xf,
+    .nondiff_inputs = 0x1f,
     .mutates_inputs = (1u << 0) | (1u << 2) | (1u << 3),
     .infer = adadelta_infer,
     .forward = adadelta_forward,
     .forward_ref = adadelta_forward_ref,
+    .slots = adadelta_slots,
+    .n_slots = 2,
 };
 
 /* ---- ftrl_update -------------------------------------------------------------- */
@@ -472,13 +452,13 @@ static const slim_attr_spec ftrl_attrs[] = {
      .min = 0,
      .max = 1e30,
      .doc = "L2 regularization strength (TF-Slim --ftrl_l2)"},
-    CLIP_ATTR,
+    INITIAL_ACCUMULATOR_ATTR("--ftrl_initial_accumulator_value"),
 };
 
 static slim_status ftrl_infer(slim_infer_ctx *c)
 {
     static const char *const names[] = {"param", "grad", "accum slot", "linear slot"};
-    slim_status st = common_infer(c, names);
+    slim_status st = common_infer(c, names, 2);
     if (st)
         return st;
     adaptive_params *p = c->params;
@@ -518,6 +498,9 @@ static void ftrl_forward_ref(const slim_kernel_ctx *c)
     run_ref(c, ftrl_range);
 }
 
+static const slim_slot_spec ftrl_slots[] = {
+    {.name = "accum", .init_attr = "initial_accumulator_value"}, {.name = "linear", .init = 0}};
+
 const slim_op_desc slim__op_ftrl_update = {
     .struct_size = sizeof(slim_op_desc),
     .name = "ftrl_update",
@@ -525,15 +508,17 @@ const slim_op_desc slim__op_ftrl_update = {
            "accum^-p)/lr param; param = |linear| > l1 ? (sign(linear) l1 - linear) / (new^-p/lr "
            "+ 2 l2) : 0; accum = new. Inputs param, grad, accum (starts at TF-Slim's 0.1), linear",
     .min_inputs = 4,
-    .max_inputs = 4,
+    .max_inputs = 5,
     .n_outputs = 1,
     .attrs = ftrl_attrs,
     .n_attrs = (int)(sizeof ftrl_attrs / sizeof ftrl_attrs[0]),
     .params_size = sizeof(adaptive_params),
     .flags = SLIM_OP_UPDATE,
-    .nondiff_inputs = 0xf,
+    .nondiff_inputs = 0x1f,
     .mutates_inputs = (1u << 0) | (1u << 2) | (1u << 3),
     .infer = ftrl_infer,
     .forward = ftrl_forward,
     .forward_ref = ftrl_forward_ref,
+    .slots = ftrl_slots,
+    .n_slots = 2,
 };

@@ -103,7 +103,8 @@ static slim_status ev_setup(evaluator *e, const slim_eval_config *c, const char 
                              .num_classes = classes,
                              .image_size = c->eval_image_size,
                              .training = false,
-                             .weight_decay = 0};
+                             .weight_decay = 0,
+                             .aux_loss_weight = -1};
     st = slim__rt_model_open(e->reg, &mr, &e->model, err);
     if (st)
         return st;

@@ -109,7 +109,7 @@ static void set(slim_attrs *a, const char *k, double v)
 }
 
 slim_status slim__rt_optimizer_init(slim__rt_optimizer *o, const slim_train_config *c,
-                                    slim_error *err)
+                                    const slim_registry *reg, slim_error *err)
 {
     memset(o, 0, sizeof *o);
     const char *n = c->optimizer ? c->optimizer : "rmsprop";
@@ -122,49 +122,32 @@ slim_status slim__rt_optimizer_init(slim__rt_optimizer *o, const slim_train_conf
         o->op = "sgd_update";
     } else if (!strcmp(n, "momentum")) {
         o->op = "momentum_update";
-        o->n_slots = 1;
-        o->slot_names[0] = "momentum";
         set(a, "momentum", c->momentum);
         slim_attrs_set_bool(a, "use_nesterov", c->use_nesterov);
     } else if (!strcmp(n, "rmsprop")) {
         o->op = "rmsprop_update";
-        o->n_slots = 2;
-        o->slot_names[0] = "rms";
-        o->slot_names[1] = "momentum";
-        o->slot_init[0] = 1.0f; /* TF 1.x RMSPropOptimizer starts the mean square at 1 */
         set(a, "decay", c->rmsprop_decay);
         set(a, "momentum", c->rmsprop_momentum);
         set(a, "epsilon", c->opt_epsilon);
     } else if (!strcmp(n, "adam")) {
         o->op = "adam_update";
-        o->n_slots = 2;
-        o->slot_names[0] = "m";
-        o->slot_names[1] = "v";
         set(a, "beta1", c->adam_beta1);
         set(a, "beta2", c->adam_beta2);
         set(a, "epsilon", c->opt_epsilon);
     } else if (!strcmp(n, "adagrad")) {
         o->op = "adagrad_update";
-        o->n_slots = 1;
-        o->slot_names[0] = "accumulator";
-        o->slot_init[0] = (float)c->adagrad_initial_accumulator_value;
         if (!(c->adagrad_initial_accumulator_value > 0))
             goto bad_acc;
+        set(a, "initial_accumulator_value", c->adagrad_initial_accumulator_value);
     } else if (!strcmp(n, "adadelta")) {
         o->op = "adadelta_update";
-        o->n_slots = 2;
-        o->slot_names[0] = "accum";
-        o->slot_names[1] = "accum_update";
         set(a, "rho", c->adadelta_rho);
         set(a, "epsilon", c->opt_epsilon);
     } else if (!strcmp(n, "ftrl")) {
         o->op = "ftrl_update";
-        o->n_slots = 2;
-        o->slot_names[0] = "accum";
-        o->slot_names[1] = "linear";
-        o->slot_init[0] = (float)c->ftrl_initial_accumulator_value;
         if (!(c->ftrl_initial_accumulator_value > 0))
             goto bad_acc;
+        set(a, "initial_accumulator_value", c->ftrl_initial_accumulator_value);
         set(a, "learning_rate_power", c->ftrl_learning_rate_power);
         set(a, "l1", c->ftrl_l1);
         set(a, "l2", c->ftrl_l2);
@@ -175,17 +158,22 @@ slim_status slim__rt_optimizer_init(slim__rt_optimizer *o, const slim_train_conf
                            "rmsprop or sgd",
                            n);
     }
-    if (c->clip_gradient_norm > 0) {
-        if (!strcmp(o->op, "sgd_update") || !strcmp(o->op, "momentum_update")) {
-            slim__rt_optimizer_fini(o);
-            return slim__error(err, SLIM_EUNSUPPORTED,
-                               "--clip_gradient_norm is not supported with --optimizer=%s yet "
-                               "(its update op has no clip_norm): use rmsprop, adam, adagrad, "
-                               "adadelta or ftrl",
-                               n);
-        }
-        set(a, "clip_norm", c->clip_gradient_norm);
+    if (!(c->clip_gradient_norm >= 0)) {
+        slim__rt_optimizer_fini(o);
+        return slim__error(err, SLIM_EINVAL,
+                           "--clip_gradient_norm=%g: expected a norm > 0, or 0 for no clipping",
+                           c->clip_gradient_norm);
     }
+    /* the slots as the update op declares them */
+    const slim_op_desc *d = slim_registry_find(reg, o->op);
+    if (!d || d->n_slots > SLIM__RT_MAX_SLOTS || d->min_inputs != 2 + d->n_slots) {
+        slim__rt_optimizer_fini(o);
+        return slim__error(err, SLIM_EINTERNAL,
+                           "update op %s is missing or does not declare its slots", o->op);
+    }
+    o->n_slots = d->n_slots;
+    for (int k = 0; k < d->n_slots; k++)
+        o->slot_names[k] = d->slots[k].name;
     return SLIM_OK;
 bad_acc:
     slim__rt_optimizer_fini(o);
@@ -197,24 +185,4 @@ void slim__rt_optimizer_fini(slim__rt_optimizer *o)
 {
     slim_attrs_free(o->attrs);
     o->attrs = NULL;
-}
-
-void slim__rt_optimizer_init_slots(const slim__rt_optimizer *o, slim_program *p, slim_graph *g)
-{
-    int np = slim_graph_param_count(g);
-    for (int i = 0; i < np; i++) {
-        const char *name;
-        slim_tensor v;
-        unsigned fl;
-        slim_graph_param_at(g, i, &name, &v, &fl);
-        for (int k = 0; k < o->n_slots; k++) {
-            slim_tensor s;
-            if (slim_program_slot(p, name, k, &s, NULL) != SLIM_OK)
-                continue;
-            float *d = s.data, x = o->slot_init[k];
-            int64_t n = slim_shape_numel(&s.shape);
-            for (int64_t j = 0; j < n; j++)
-                d[j] = x;
-        }
-    }
 }

@@ -26,20 +26,20 @@ slim_status slim__rt_lr_schedule_init(slim__rt_lr_schedule *s, const slim_train_
 /* The learning rate of the update made at global step `step` (0-based). */
 double slim__rt_lr_at(const slim__rt_lr_schedule *s, int64_t step);
 
-/* An optimizer: its update op, attributes, and slots with their initial values. */
+/* An optimizer: its update op, attributes, and its slots' names (from the op's
+ * descriptor, which also declares their initial values: the compiler writes them). */
+#define SLIM__RT_MAX_SLOTS 8
 typedef struct slim__rt_optimizer {
     const char *name; /* TF-Slim's --optimizer value */
     const char *op;   /* update op kind */
     int n_slots;
-    const char *slot_names[2];
-    float slot_init[2];
+    const char *slot_names[SLIM__RT_MAX_SLOTS];
     slim_attrs *attrs; /* owned */
 } slim__rt_optimizer;
 
+/* From the config's flags; reg holds the update ops. */
 slim_status slim__rt_optimizer_init(slim__rt_optimizer *o, const slim_train_config *c,
-                                    slim_error *err);
+                                    const slim_registry *reg, slim_error *err);
 void slim__rt_optimizer_fini(slim__rt_optimizer *o);
-/* Fill every trainable parameter's slots with their initial values (after compile). */
-void slim__rt_optimizer_init_slots(const slim__rt_optimizer *o, slim_program *p, slim_graph *g);
 
 #endif

@@ -253,6 +253,8 @@ slim_status slim__rt_model_open(slim_registry *reg, const slim__rt_model_req *r,
     mo.training = r->training;
     mo.label_smoothing = (float)r->label_smoothing;
     mo.weight_decay = (float)r->weight_decay;
+    mo.set_aux_weight = r->aux_loss_weight >= 0;
+    mo.aux_weight = (float)r->aux_loss_weight;
     mo.plugins = r->plugins;
     mo.n_plugins = r->n_plugins;
     return slim_model_load(reg, path, &mo, out, err);

@@ -79,6 +79,7 @@ typedef struct slim__rt_model_req {
     int batch_size, num_classes, image_size;
     bool training;
     double label_smoothing, weight_decay;
+    double aux_loss_weight; /* < 0: the model file's */
 } slim__rt_model_req;
 
 slim_status slim__rt_model_open(slim_registry *reg, const slim__rt_model_req *r, slim_model **out,

@@ -1,8 +1,9 @@
 /* runtime/train.c - the training loop (TF-Slim's train_image_classifier.py).
  *
  * set-up: dataset description -> model (training graph) -> programs (train,
- * and eval sharing the parameters) -> parameters from the seed -> optimizer
- * slots -> resume from train_dir's newest valid checkpoint, or fine-tune from
+ * and eval sharing the parameters; compiling writes the optimizer slots'
+ * initial values) -> parameters from the seed -> resume from train_dir's newest valid checkpoint,
+ * or fine-tune from
  * --checkpoint_path -> input pipeline (at the saved position).
  *
  * step: next batch (timed: the input wait) -> learning rate of this global
@@ -51,6 +52,7 @@ void slim_train_config_init(slim_train_config *c)
     c->num_epochs_per_decay = 2.0;
     c->staircase = true;
     c->weight_decay = 0.00004;
+    c->aux_loss_weight = -1;
     c->save_interval_secs = 600;
     c->max_checkpoints_to_keep = 5;
     c->log_every_n_steps = 10;
@@ -188,6 +190,7 @@ slim_status slim__rt_trainer_setup(slim__rt_trainer *t, const slim_train_config 
         .training = true,
         .label_smoothing = c->label_smoothing,
         .weight_decay = c->weight_decay,
+        .aux_loss_weight = c->aux_loss_weight,
     };
     st = slim__rt_model_open(t->reg, &mr, &t->model, err);
     if (st)
@@ -195,6 +198,10 @@ slim_status slim__rt_trainer_setup(slim__rt_trainer *t, const slim_train_config 
     t->g = slim_model_graph(t->model);
     const slim_model_info *mi = slim_model_get_info(t->model);
     t->model_info = mi;
+    if (c->aux_loss_weight >= 0 && !mi->has_aux)
+        slim__rt_msg(c->on_message, c->user, SLIM_LOG_WARN,
+                     "--aux_loss_weight: %s has no auxiliary head (head: aux_logits); ignored",
+                     mi->name);
 
     /* threads */
     bool light = synthetic || (t->desc.image_height > 0 && t->desc.image_height <= 64);
@@ -202,7 +209,7 @@ slim_status slim__rt_trainer_setup(slim__rt_trainer *t, const slim_train_config 
                           &t->input_threads);
 
     /* programs */
-    st = slim__rt_optimizer_init(&t->opt, c, err);
+    st = slim__rt_optimizer_init(&t->opt, c, t->reg, err);
     if (st)
         return st;
     slim_compile_opts co = {
@@ -211,6 +218,7 @@ slim_status slim__rt_trainer_setup(slim__rt_trainer *t, const slim_train_config 
         .optimizer = t->opt.op,
         .optimizer_attrs = t->opt.attrs,
         .trainable_scopes = c->trainable_scopes,
+        .clip_gradient_norm = (float)c->clip_gradient_norm,
     };
     st = slim_graph_compile(t->g, &co, &t->train, err);
     if (st) {
@@ -221,6 +229,7 @@ slim_status slim__rt_trainer_setup(slim__rt_trainer *t, const slim_train_config 
         co.training = false;
         co.optimizer = NULL;
         co.optimizer_attrs = NULL;
+        co.clip_gradient_norm = 0;
         st = slim_graph_compile(t->g, &co, &t->eval, err);
         if (st) {
             slim__error_prefix(err, "compiling %s for evaluation: ", mi->name);
@@ -232,7 +241,6 @@ slim_status slim__rt_trainer_setup(slim__rt_trainer *t, const slim_train_config 
     st = slim_graph_init_params(t->g, c->seed, err);
     if (st)
         return st;
-    slim__rt_optimizer_init_slots(&t->opt, t->train, t->g);
     if (c->moving_average_decay > 0) {
         if (c->moving_average_decay >= 1)
             return slim__error(err, SLIM_EINVAL, "--moving_average_decay must be in (0, 1)");
@@ -467,6 +475,8 @@ slim_status slim__rt_trainer_step(slim__rt_trainer *t, slim__rt_step_stats *ss, 
         ss->loss = ((const float *)lv.data)[0];
     if (slim_program_output(t->train, "accuracy", &av, NULL) == SLIM_OK)
         ss->accuracy = ((const float *)av.data)[0];
+    float gn;
+    ss->grad_norm = slim_program_global_norm(t->train, &gn, NULL) == SLIM_OK ? gn : NAN;
     for (int i = 0; i < t->n_frozen; i++)
         memcpy(t->frozen_ptr[i], t->frozen_copy[i], t->frozen_bytes[i]);
     if (t->has_ema)

@@ -36,9 +36,10 @@ typedef struct slim__rt_trainer {
 
 typedef struct slim__rt_step_stats {
     double loss, accuracy, lr;
-    double wait;  /* blocked waiting for the batch */
-    double input; /* getting and feeding the batch */
-    double run;   /* the program */
+    double grad_norm; /* global gradient norm before clipping; NaN without clipping */
+    double wait;      /* blocked waiting for the batch */
+    double input;     /* getting and feeding the batch */
+    double run;       /* the program */
     double total;
     double t_begin, t_run, t_end;
     int n_valid;

@@ -160,7 +160,8 @@ slim_status slim_train(const slim_train_config *c, slim_train_result *res, slim_
 
     double run_start = slim__rt_now(), last_save = run_start, last_report = run_start;
     int64_t last_saved_step = t.step, period_steps = 0, period_images = 0;
-    double loss_sum = 0, acc_sum = 0, wait_sum = 0, last_loss = NAN;
+    double loss_sum = 0, acc_sum = 0, wait_sum = 0, norm_sum = 0, last_loss = NAN;
+    const bool clipping = c->clip_gradient_norm > 0;
     int64_t log_every = c->log_every_n_steps > 0 ? c->log_every_n_steps : 10;
     bool trace_written = false;
     while (!t.max_steps || t.step < t.max_steps) {
@@ -181,6 +182,7 @@ slim_status slim_train(const slim_train_config *c, slim_train_result *res, slim_
         }
         loss_sum += ss.loss;
         acc_sum += ss.accuracy;
+        norm_sum += ss.grad_norm;
         wait_sum += ss.wait;
         period_steps++;
         period_images += ss.n_valid;
@@ -210,6 +212,7 @@ slim_status slim_train(const slim_train_config *c, slim_train_result *res, slim_
                              : 0,
                 .loss = loss_sum / (double)period_steps,
                 .accuracy = acc_sum / (double)period_steps,
+                .grad_norm = clipping ? norm_sum / (double)period_steps : NAN,
                 .learning_rate = ss.lr,
                 .images_per_sec = dt > 0 ? (double)period_images / dt : 0,
                 .input_wait = dt > 0 ? fmin(1, wait_sum / dt) : 0,
@@ -220,20 +223,21 @@ slim_status slim_train(const slim_train_config *c, slim_train_result *res, slim_
             last_loss = p.loss;
             if (c->on_progress)
                 c->on_progress(&p, c->user);
-            const char *keys[] = {"step",          "epoch",          "loss",       "accuracy",
-                                  "learning_rate", "images_per_sec", "input_wait", "elapsed"};
-            double vals[] = {(double)p.step,  p.epoch,          p.loss,       p.accuracy,
-                             p.learning_rate, p.images_per_sec, p.input_wait, p.elapsed};
-            slim__rt_jsonl_write(t.metrics, keys, vals, 8, NULL, NULL);
-            const char *tags[] = {"losses/total_loss",   "accuracy",
-                                  "learning_rate",       "images_per_sec",
-                                  "input_wait_fraction", "epoch"};
-            double tv[] = {p.loss,           p.accuracy,   p.learning_rate,
-                           p.images_per_sec, p.input_wait, p.epoch};
-            slim__rt_events_scalars(t.events, t.step, tags, tv, 6, NULL);
+            const char *keys[] = {"step",       "epoch",         "loss",
+                                  "accuracy",   "learning_rate", "images_per_sec",
+                                  "input_wait", "elapsed",       "grad_norm"};
+            double vals[] = {(double)p.step,   p.epoch,      p.loss,    p.accuracy, p.learning_rate,
+                             p.images_per_sec, p.input_wait, p.elapsed, p.grad_norm};
+            slim__rt_jsonl_write(t.metrics, keys, vals, clipping ? 9 : 8, NULL, NULL);
+            const char *tags[] = {
+                "losses/total_loss",   "accuracy", "learning_rate",       "images_per_sec",
+                "input_wait_fraction", "epoch",    "gradient_global_norm"};
+            double tv[] = {p.loss,       p.accuracy, p.learning_rate, p.images_per_sec,
+                           p.input_wait, p.epoch,    p.grad_norm};
+            slim__rt_events_scalars(t.events, t.step, tags, tv, clipping ? 7 : 6, NULL);
             slim__rt_events_flush(t.events, NULL);
             last_report = now;
-            loss_sum = acc_sum = wait_sum = 0;
+            loss_sum = acc_sum = wait_sum = norm_sum = 0;
             period_steps = period_images = 0;
         }
         bool stopping = c->stop && *c->stop;

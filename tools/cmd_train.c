@@ -84,10 +84,13 @@ static void on_progress(const slim_train_progress *p, void *user)
         snprintf(steps, sizeof steps, "%lld/%lld", (long long)p->step, (long long)p->max_steps);
     else
         snprintf(steps, sizeof steps, "%lld", (long long)p->step);
+    char norm[48] = "";
+    if (!isnan(p->grad_norm))
+        snprintf(norm, sizeof norm, "  grad norm %.4g", p->grad_norm);
     fprintf(stderr,
-            "%sstep %s  epoch %.2f  loss %.4f  accuracy %.3f  lr %.4g  %.0f images/s  "
+            "%sstep %s  epoch %.2f  loss %.4f  accuracy %.3f%s  lr %.4g  %.0f images/s  "
             "input wait %.0f%%  ETA %s%s",
-            tty ? "\r" : "", steps, p->epoch, p->loss, p->accuracy, p->learning_rate,
+            tty ? "\r" : "", steps, p->epoch, p->loss, p->accuracy, norm, p->learning_rate,
             p->images_per_sec, 100 * p->input_wait, eta, tty ? "\033[K" : "\n");
     tty_line = tty;
     fflush(stderr);
@@ -208,7 +211,7 @@ static const flag_def train_flags[] = {
     {"ftrl_l1", FLAG_DBL, T(ftrl_l1), 0, "FTRL L1 strength (0)"},
     {"ftrl_l2", FLAG_DBL, T(ftrl_l2), 0, "FTRL L2 strength (0)"},
     {"clip_gradient_norm", FLAG_DBL, T(clip_gradient_norm), 0,
-     "clip each gradient to this L2 norm (0 = off)"},
+     "clip the gradients to this global L2 norm, all together (0 = off)"},
     SECTION("learning rate:"),
     {"learning_rate", FLAG_DBL, T(learning_rate), 0, "initial learning rate (0.01)"},
     {"learning_rate_decay_type", FLAG_STR, T(learning_rate_decay_type), 0,
@@ -224,6 +227,8 @@ static const flag_def train_flags[] = {
     {"weight_decay", FLAG_DBL, T(weight_decay), 0,
      "L2 on the weights (0.00004; < 0: the model file's)"},
     {"label_smoothing", FLAG_DBL, T(label_smoothing), 0, "label smoothing (0)"},
+    {"aux_loss_weight", FLAG_DBL, T(aux_loss_weight), 0,
+     "weight of the auxiliary head's loss (default: the model file's, 0.4 for inception_v3)"},
     {"moving_average_decay", FLAG_DBL, T(moving_average_decay), 0,
      "keep moving averages of the weights, used by eval (off)"},
     SECTION("checkpoints:"),

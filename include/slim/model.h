@@ -15,7 +15,8 @@
  *            "accuracy" (in_top_k, k=1) and "accuracy_top5" (k=5, when
  *            num_classes >= 5), the last two when labels exist;
  *   the loss "total_loss" (training only) = softmax cross entropy of logits
- *            (+ aux_weight * the auxiliary head's cross entropy)
+ *            (+ aux_weight * the auxiliary head's cross entropy; the file's
+ *            head: aux_weight, or opts.aux_weight)
  *            + the weight decay terms (TF-Slim's l2_regularizer:
  *            scale * sum(w^2) / 2 per regularized weight),
  *            set with slim_graph_set_loss.
@@ -49,6 +50,10 @@ typedef struct slim_model_opts {
     int n_plugins;              /* the model file's own plugins: */
     const char *const *defines; /* "name=value": override the file's vars: */
     int n_defines;              /* (depth_multiplier=0.5), as if written there */
+    /* The weight of the auxiliary head's loss instead of the file's
+     * head: aux_weight (TF-Slim's inception uses 0.4), when set_aux_weight. */
+    bool set_aux_weight;
+    float aux_weight;
 } slim_model_opts;
 
 /* Parse, expand and build a model file into a new graph over reg (plugins

@@ -25,7 +25,7 @@ extern "C" {
 
 /* The ABI version: major changes break plugins, minor ones only append. */
 #define SLIM_ABI_MAJOR 1
-#define SLIM_ABI_MINOR 0
+#define SLIM_ABI_MINOR 1 /* 1.1: slim_op_desc.slots, n_slots (update ops' slots) */
 
 #if defined(__GNUC__)
 #define SLIM_EXPORT __attribute__((visibility("default")))
@@ -247,6 +247,17 @@ enum {
     SLIM_OP_LOSS = 1u << 2,   /* produces a scalar loss */
 };
 
+/* An optimizer slot of an update op (SLIM_OP_UPDATE): per-parameter state the
+ * op reads and writes in place (input 2 + k). The engine allocates it when it
+ * compiles a training program and fills it with its initial value. */
+typedef struct slim_slot_spec {
+    const char *name; /* its name in checkpoints: "momentum", "rms", "accumulator" */
+    double init;      /* initial value of every element ... */
+    /* ... or, when not NULL, the op's SLIM_ATTR_FLOAT attribute that holds it
+     * (adagrad's initial_accumulator_value) */
+    const char *init_attr;
+} slim_slot_spec;
+
 typedef struct slim_op_desc {
     uint32_t struct_size; /* sizeof(slim_op_desc) the op was built with */
     const char *name;
@@ -267,6 +278,15 @@ typedef struct slim_op_desc {
      * compares forward with forward_ref; SLIM_KERNELS=ref forces them. */
     slim_kernel_fn forward_ref;
     slim_kernel_fn backward_ref;
+
+    /* Update ops (SLIM_OP_UPDATE), since ABI 1.1. Inputs: param, grad, one per
+     * slot (all of the param's shape), and optionally, when max_inputs is
+     * 3 + n_slots, a scalar f32 gradient scale: the engine's global-norm
+     * clipping (slim_compile_opts.clip_gradient_norm) computes it once over
+     * every gradient and the op multiplies the gradient by it. slots NULL with
+     * n_slots 0: min_inputs - 2 unnamed slots that start at zero. */
+    const slim_slot_spec *slots;
+    int n_slots;
 } slim_op_desc;
 
 #define SLIM_MAX_INPUTS 32

@@ -49,6 +49,8 @@ typedef struct slim_train_progress {
     int64_t step, max_steps; /* steps done; max_steps 0 = no limit */
     double epoch;            /* examples seen / examples per epoch */
     double loss, accuracy;   /* means over the steps since the last report */
+    double grad_norm;        /* with clip_gradient_norm: the global gradient norm before clipping,
+                              * mean since the last report; NaN without */
     double learning_rate;
     double images_per_sec; /* since the last report */
     double input_wait;     /* fraction of the time spent waiting for input, since the last report */
@@ -103,7 +105,10 @@ typedef struct slim_train_config {
     double momentum;                          /* 0.9 */
     bool use_nesterov;
     double rmsprop_momentum, rmsprop_decay; /* 0.9, 0.9 */
-    double clip_gradient_norm;              /* per tensor (tf.clip_by_norm); 0 = off */
+    /* > 0: scale every gradient by clip / max(global norm, clip) before the
+     * updates, the norm taken over all trained gradients together
+     * (tf.clip_by_global_norm, TF-Slim's create_train_op); 0 = off */
+    double clip_gradient_norm;
 
     /* learning rate */
     const char *learning_rate_decay_type; /* fixed|exponential|polynomial|cosine ("exponential") */
@@ -117,6 +122,8 @@ typedef struct slim_train_config {
     /* regularization */
     double weight_decay;         /* 0.00004; < 0 = the model file's */
     double label_smoothing;      /* 0 */
+    double aux_loss_weight;      /* the auxiliary head's loss weight; < 0 (default): the
+                                  * model file's head: aux_weight (0.4 in the zoo) */
     double moving_average_decay; /* 0 = no moving averages */
 
     /* checkpoints */

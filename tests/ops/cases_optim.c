@@ -1,10 +1,12 @@
 /* tests/ops/cases_optim.c - sgd_update and momentum_update (plain and Nesterov):
  * the harness runs them for shapes and threads; extra checks the parameter and
- * the momentum slot after two steps against values worked out by hand. */
+ * the momentum slot after two steps against values worked out by hand, with
+ * and without a gradient scale input (global-norm clipping). */
 #include "engine/oprun.h"
 #include "harness.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 extern const harness_family harness_family_optim;
@@ -29,6 +31,11 @@ static const harness_case cases[] = {
      .no_grad = true},
     {CASE("nesterov", "momentum_update", "use_nesterov=true; momentum=0.5", 3),
      .in = {P(1, 7), G(1, 7), P(1, 7)}, .no_grad = true},
+    {CASE("scaled", "sgd_update", NULL, 3),
+     .in = {P(2, 3, 4), G(2, 3, 4), {.rank = 0, .lo = 0.2, .hi = 0.8}}, .no_grad = true},
+    {CASE("scaled", "momentum_update", NULL, 4),
+     .in = {P(2, 3, 4), G(2, 3, 4), P(2, 3, 4), {.rank = 0, .lo = 0.2, .hi = 0.8}},
+     .no_grad = true},
 };
 
 /*
@@ -41,21 +48,33 @@ static const harness_case cases[] = {
  *   nesterov: w1 = w0 - 0.1 (g1 + 0.9 a1)            = [0.905, -2.19, 0.19]
  *             w2 = w1 - 0.1 (g2 + 0.9 a2)            = [1.0545, -2.3185, 0.176]
  *             (the slot is the same as plain momentum)
+ * with a gradient scale of 0.5 on both steps (the gradients halved):
+ *   sgd:      w2 = w0 - 0.05 (g1 + g2)               = [1.025, -2.0625, 0.025]
+ *   momentum: a1 = [0.25, 0.5, -0.5], a2 = 0.9 a1 + 0.5 g2 = [-0.275, 0.575, -0.2]
+ *             w2 = w0 - 0.1 (a1 + a2)                = [1.0025, -2.1075, 0.07]
  */
 static const float w0[] = {1, -2, 0}, g1[] = {0.5f, 1, -1}, g2[] = {-1, 0.25f, 0.5f};
 static const float sgd_w2[] = {1.05f, -2.125f, 0.05f};
 static const float mom_w2[] = {1.005f, -2.215f, 0.14f}, mom_a2[] = {-0.55f, 1.15f, -0.4f};
 static const float nes_w2[] = {1.0545f, -2.3185f, 0.176f};
+static const float sgd_half_w2[] = {1.025f, -2.0625f, 0.025f};
+static const float mom_half_w2[] = {1.0025f, -2.1075f, 0.07f},
+                   mom_half_a2[] = {-0.275f, 0.575f, -0.2f};
 
+/* scale: the gradient scale input, 0 = none */
 static int two_steps(const slim_registry *reg, const char *op, const char *nesterov, int nth,
-                     bool ref, const float *want_w, const float *want_a)
+                     bool ref, float scale, const float *want_w, const float *want_a)
 {
     const slim_tensor_desc d = {SLIM_F32, {1, {3}}};
-    slim_tensor_desc descs[3] = {d, d, d};
-    float w[3], g[3], acc[3] = {0, 0, 0};
+    slim_tensor_desc descs[4] = {d, d, d, d};
+    float w[3], g[3], acc[3] = {0, 0, 0}, sc[16] = {scale};
     memcpy(w, w0, sizeof w);
-    void *in[3] = {w, g, acc};
+    void *in[4] = {w, g, acc, NULL};
     int n_in = want_a ? 3 : 2;
+    if (scale != 0) {
+        descs[n_in] = (slim_tensor_desc){SLIM_F32, {0}};
+        in[n_in++] = sc;
+    }
     slim_attrs *a = slim_attrs_new();
     if (want_a) {
         slim_attrs_set_text(a, "momentum", "0.9");
@@ -65,7 +84,10 @@ static int two_steps(const slim_registry *reg, const char *op, const char *neste
     slim_error err = {0};
     slim_status st = slim__oprun_new(reg, op, a, descs, n_in, true, nth, &r, &err);
     slim_attrs_free(a);
-    const char *name = want_a ? (nesterov[0] == 't' ? "nesterov" : "momentum") : "sgd";
+    char name[64];
+    snprintf(name, sizeof name, "%s%s",
+             want_a ? (nesterov[0] == 't' ? "nesterov" : "momentum") : "sgd",
+             scale != 0 ? "_scaled" : "");
     if (st != SLIM_OK) {
         harness_ok(false, "%s/two_steps_%s: infer: %s", op, name, err.msg);
         return 1;
@@ -97,9 +119,12 @@ static int extra(const slim_registry *reg)
     for (int k = 0; k < 3; k++) {
         int nth = k == 1 ? 3 : 1;
         bool ref = k == 2;
-        failed += two_steps(reg, "sgd_update", "false", nth, ref, sgd_w2, NULL);
-        failed += two_steps(reg, "momentum_update", "false", nth, ref, mom_w2, mom_a2);
-        failed += two_steps(reg, "momentum_update", "true", nth, ref, nes_w2, mom_a2);
+        failed += two_steps(reg, "sgd_update", "false", nth, ref, 0, sgd_w2, NULL);
+        failed += two_steps(reg, "momentum_update", "false", nth, ref, 0, mom_w2, mom_a2);
+        failed += two_steps(reg, "momentum_update", "true", nth, ref, 0, nes_w2, mom_a2);
+        failed += two_steps(reg, "sgd_update", "false", nth, ref, 0.5f, sgd_half_w2, NULL);
+        failed +=
+            two_steps(reg, "momentum_update", "false", nth, ref, 0.5f, mom_half_w2, mom_half_a2);
     }
     return failed;
 }

@@ -95,15 +95,15 @@ static void test_optimizers(void)
     static const struct {
         const char *name, *op;
         int slots;
-        float init0;
+        const char *slot0;
     } want[] = {
-        {"sgd", "sgd_update", 0, 0},
-        {"momentum", "momentum_update", 1, 0},
-        {"rmsprop", "rmsprop_update", 2, 1},
-        {"adam", "adam_update", 2, 0},
-        {"adagrad", "adagrad_update", 1, 0.1f},
-        {"adadelta", "adadelta_update", 2, 0},
-        {"ftrl", "ftrl_update", 2, 0.1f},
+        {"sgd", "sgd_update", 0, NULL},
+        {"momentum", "momentum_update", 1, "momentum"},
+        {"rmsprop", "rmsprop_update", 2, "rms"},
+        {"adam", "adam_update", 2, "m"},
+        {"adagrad", "adagrad_update", 1, "accumulator"},
+        {"adadelta", "adadelta_update", 2, "accum"},
+        {"ftrl", "ftrl_update", 2, "accum"},
     };
     slim_train_config c;
     slim_train_config_init(&c);
@@ -113,18 +113,18 @@ static void test_optimizers(void)
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
         c.optimizer = want[i].name;
         slim__rt_optimizer o;
-        slim_status st = slim__rt_optimizer_init(&o, &c, &err);
+        slim_status st = slim__rt_optimizer_init(&o, &c, reg, &err);
         ok(st == SLIM_OK && !strcmp(o.op, want[i].op) && o.n_slots == want[i].slots &&
-               o.slot_init[0] == want[i].init0 && slim_registry_find(reg, o.op) &&
+               (!want[i].slot0 || !strcmp(o.slot_names[0], want[i].slot0)) &&
                slim_registry_find(reg, o.op)->min_inputs == 2 + o.n_slots,
-           "--optimizer=%s: %s with %d slot(s), the first starting at %g", want[i].name, want[i].op,
-           want[i].slots, want[i].init0);
+           "--optimizer=%s: %s with %d slot(s), the first named %s", want[i].name, want[i].op,
+           want[i].slots, want[i].slot0 ? want[i].slot0 : "-");
         if (st == SLIM_OK)
             slim__rt_optimizer_fini(&o);
     }
     c.optimizer = "lamb";
     slim__rt_optimizer o;
-    ok(slim__rt_optimizer_init(&o, &c, &err) == SLIM_EINVAL && strstr(err.msg, "rmsprop"),
+    ok(slim__rt_optimizer_init(&o, &c, reg, &err) == SLIM_EINVAL && strstr(err.msg, "rmsprop"),
        "an unknown optimizer lists the known ones");
     slim_registry_free(reg);
 }

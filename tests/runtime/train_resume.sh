@@ -242,6 +242,78 @@ else
     n=$((n + 1)); echo "ok $n - starved profile # SKIP no photos ($PHOTOS)"
 fi
 
+# 9b. global-norm clipping from the command line, with sgd and momentum (whose
+# update ops take the scale like every other): the norm is on the progress
+# line and in metrics.jsonl, a tiny clip changes the weights, a huge one does not
+CLIP="--model=$MODEL --synthetic --synthetic_examples=64 --batch_size=8 --max_number_of_steps=6
+ --learning_rate=0.05 --learning_rate_decay_type=fixed --log_every_n_steps=3 --num_threads=2"
+for opt in sgd momentum; do
+    "$SLIMRUN" train $CLIP --optimizer=$opt --clip_gradient_norm=0.01 --train_dir="$T/clip_$opt" \
+        > "$T/clip_$opt.log" 2>&1
+    rc=$?
+    if [ $rc -eq 0 ] && has "$T/clip_$opt.log" "grad norm [0-9]" &&
+        has "$T/clip_$opt/metrics.jsonl" '"grad_norm": [0-9]'; then
+        ok "--optimizer=$opt --clip_gradient_norm=0.01: the global norm is reported"
+    else
+        not_ok "--optimizer=$opt --clip_gradient_norm (exit $rc)"; sed 's/^/# /' "$T/clip_$opt.log"
+    fi
+done
+"$SLIMRUN" train $CLIP --optimizer=sgd --train_dir="$T/noclip" > "$T/noclip.log" 2>&1
+"$SLIMRUN" train $CLIP --optimizer=sgd --clip_gradient_norm=1e9 --train_dir="$T/bigclip" \
+    > "$T/bigclip.log" 2>&1
+if "$TOOL" same "$T/noclip/model.ckpt-6.slimckpt" "$T/bigclip/model.ckpt-6.slimckpt" \
+    > /dev/null 2>&1 && ! "$TOOL" same "$T/noclip/model.ckpt-6.slimckpt" \
+    "$T/clip_sgd/model.ckpt-6.slimckpt" > /dev/null 2>&1 &&
+    ! has "$T/noclip.log" "grad norm"; then
+    ok "a clip above the norm leaves sgd bit-identical; a clip of 0.01 changes the weights"
+else
+    not_ok "clipping changes the weights only when the norm exceeds it"
+fi
+"$SLIMRUN" train $CLIP --optimizer=sgd --clip_gradient_norm=-1 --train_dir="$T/badclip" \
+    > "$T/badclip.log" 2>&1
+rc=$?
+if [ $rc -eq 1 ] && has "$T/badclip.log" "clip_gradient_norm=-1: expected"; then
+    ok "a negative --clip_gradient_norm is refused"
+else
+    not_ok "a negative --clip_gradient_norm (exit $rc)"; sed 's/^/# /' "$T/badclip.log"
+fi
+
+# 9c. --aux_loss_weight: a model with an auxiliary head trains with it (its
+# loss moves with the weight); one without says the flag is ignored
+cat > "$T/aux.yaml" <<'EOF2'
+name: Aux
+num_classes: 10
+image_size: 12
+channels: 1
+layers:
+  - flatten: {name: flat}
+  - fully_connected: {name: aux, num_outputs: $num_classes, activation: none}
+  - fully_connected: {name: logits, inputs: flat, num_outputs: $num_classes, activation: none}
+head: {logits: logits, aux_logits: aux}
+EOF2
+AUX="--model=$T/aux.yaml --synthetic --synthetic_examples=64 --batch_size=8 --max_number_of_steps=1
+ --optimizer=sgd --learning_rate_decay_type=fixed --log_every_n_steps=1 --num_threads=1"
+"$SLIMRUN" train $AUX --aux_loss_weight=0 --train_dir="$T/aux0" > "$T/aux0.log" 2>&1
+"$SLIMRUN" train $AUX --train_dir="$T/aux4" > "$T/aux4.log" 2>&1
+"$SLIMRUN" train $AUX --aux_loss_weight=2 --train_dir="$T/aux20" > "$T/aux20.log" 2>&1
+l0=$(sed -n 's/.*"loss": \([0-9.e+-]*\).*/\1/p' "$T/aux0/metrics.jsonl")
+l4=$(sed -n 's/.*"loss": \([0-9.e+-]*\).*/\1/p' "$T/aux4/metrics.jsonl")
+l20=$(sed -n 's/.*"loss": \([0-9.e+-]*\).*/\1/p' "$T/aux20/metrics.jsonl")
+if [ -n "$l0" ] && awk -v a="$l0" -v b="$l4" -v c="$l20" \
+    'BEGIN { d = (c - a) / 2; exit !(d > 0.1 && (b - a - 0.4 * d) < 1e-4 && (a + 0.4 * d - b) < 1e-4) }'
+then
+    ok "--aux_loss_weight: loss $l0 at 0, $l4 by default (0.4), $l20 at 2"
+else
+    not_ok "--aux_loss_weight: losses '$l0' '$l4' '$l20'"; sed 's/^/# /' "$T/aux0.log"
+fi
+"$SLIMRUN" train $CLIP --optimizer=sgd --aux_loss_weight=0.3 --max_number_of_steps=1 \
+    --train_dir="$T/noaux" > "$T/noaux.log" 2>&1
+if has "$T/noaux.log" "aux_loss_weight: Tiny has no auxiliary head"; then
+    ok "--aux_loss_weight on a model without an auxiliary head is reported"
+else
+    not_ok "--aux_loss_weight without an auxiliary head"; sed 's/^/# /' "$T/noaux.log"
+fi
+
 # 10. flag errors are usage errors with a suggestion
 "$SLIMRUN" train --model_nme=lenet > "$T/j.log" 2>&1
 rc=$?
