@@ -30,6 +30,8 @@ typedef struct cfile {
     const char *text;
     int64_t size;
     int label;
+    const float *boxes; /* --bounding_boxes: nbox x (xmin, ymin, xmax, ymax), consecutive */
+    int nbox;
 } cfile;
 
 void slim__free_lines(char **v, int n)
@@ -107,6 +109,70 @@ static void progress(job *j, bool force)
     }
 }
 
+/* ---- bounding boxes (ImageNet's process_bounding_boxes.py CSV) ------------------------- */
+
+typedef struct csv_box {
+    const char *name; /* image file name, points into the line */
+    int line;
+    float v[4]; /* xmin, ymin, xmax, ymax */
+} csv_box;
+
+static int by_name_line(const void *a, const void *b)
+{
+    const csv_box *x = a, *y = b;
+    int c = strcmp(x->name, y->name);
+    return c ? c : x->line - y->line;
+}
+
+/* "n01440764_10026.JPEG,0.0010,0.0507,0.9930,0.9877" per box, sorted by name. */
+static slim_status read_boxes(const char *path, char **lines, int n, csv_box **out, slim_error *err)
+{
+    csv_box *bx = calloc((size_t)(n ? n : 1), sizeof *bx);
+    if (!bx)
+        return slim__error(err, SLIM_ENOMEM, "out of memory");
+    for (int i = 0; i < n; i++) {
+        char *comma = strchr(lines[i], ',');
+        int used = 0;
+        if (comma) {
+            *comma = 0;
+            bx[i].name = lines[i];
+            bx[i].line = i + 1;
+        }
+        if (!comma ||
+            sscanf(comma + 1, "%f,%f,%f,%f%n", &bx[i].v[0], &bx[i].v[1], &bx[i].v[2], &bx[i].v[3],
+                   &used) != 4 ||
+            comma[1 + used] != 0) {
+            free(bx);
+            return slim__data_error(err, SLIM_EPARSE, path,
+                                    "%s: line %d: expected 'filename,xmin,ymin,xmax,ymax' "
+                                    "(normalized coordinates)",
+                                    path, i + 1);
+        }
+    }
+    qsort(bx, (size_t)n, sizeof *bx, by_name_line);
+    *out = bx;
+    return SLIM_OK;
+}
+
+/* f's boxes: the run of entries named as f's file (coords: 4 floats per entry, sorted as bx). */
+static void attach_boxes(cfile *f, const csv_box *bx, const float *coords, int n)
+{
+    const char *base = strrchr(f->path, '/');
+    base = base ? base + 1 : f->path;
+    int lo = 0, hi = n;
+    while (lo < hi) { /* first entry >= base */
+        int mid = (lo + hi) / 2;
+        if (strcmp(bx[mid].name, base) < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    f->boxes = coords + 4 * lo;
+    f->nbox = 0;
+    while (lo + f->nbox < n && !strcmp(bx[lo + f->nbox].name, base))
+        f->nbox++;
+}
+
 static slim_status image_example(const convert_opts *o, const cfile *f, const uint8_t *data,
                                  size_t len, uint8_t **out, size_t *olen, slim_error *err)
 {
@@ -133,6 +199,21 @@ static slim_status image_example(const convert_opts *o, const cfile *f, const ui
     slim_example_set_int64s(ex, "image/class/label", &lab, 1);
     slim_example_set_bytes(ex, "image/class/synset", f->synset, strlen(f->synset));
     slim_example_set_bytes(ex, "image/class/text", f->text, strlen(f->text));
+    if (o->bounding_boxes) { /* build_imagenet_data.py's keys, empty lists when none */
+        float v[4][64];
+        int64_t lv[64];
+        int n = f->nbox < 64 ? f->nbox : 64;
+        for (int b = 0; b < n; b++) {
+            for (int k = 0; k < 4; k++)
+                v[k][b] = f->boxes[4 * b + k];
+            lv[b] = lab;
+        }
+        slim_example_set_floats(ex, "image/object/bbox/xmin", v[0], (size_t)n);
+        slim_example_set_floats(ex, "image/object/bbox/ymin", v[1], (size_t)n);
+        slim_example_set_floats(ex, "image/object/bbox/xmax", v[2], (size_t)n);
+        slim_example_set_floats(ex, "image/object/bbox/ymax", v[3], (size_t)n);
+        slim_example_set_int64s(ex, "image/object/bbox/label", lv, (size_t)n);
+    }
     slim_example_set_int64s(ex, "image/height", &H, 1);
     slim_example_set_int64s(ex, "image/width", &W, 1);
     slim_example_set_int64s(ex, "image/channels", &C, 1);
@@ -311,6 +392,7 @@ static slim_status convert_split(const convert_opts *o, const char *split, const
         h = fnv(h, files[i].path, strlen(files[i].path) + 1);
         h = fnv(h, &files[i].size, sizeof files[i].size);
         h = fnv(h, &files[i].label, sizeof files[i].label);
+        h = fnv(h, files[i].boxes, sizeof(float) * 4 * (size_t)files[i].nbox);
     }
     h = fnv(h, &nshards, sizeof nshards);
     h = fnv(h, split, strlen(split));
@@ -505,8 +587,10 @@ slim_status slim__convert_folder(const convert_opts *o, convert_result *res, sli
                                     o->input_dir, strerror(errno));
         closedir(dd);
     }
-    char **syn = NULL, **meta = NULL, **imglab = NULL;
-    int nsyn = 0, nmeta = 0, nimglab = 0;
+    char **syn = NULL, **meta = NULL, **imglab = NULL, **bblines = NULL;
+    int nsyn = 0, nmeta = 0, nimglab = 0, nbb = 0;
+    csv_box *bx = NULL;
+    float *bbstore = NULL;
     slim_status st = SLIM_OK;
     cfile *files = NULL;
     int nfiles = 0, cap = 0;
@@ -519,6 +603,21 @@ slim_status slim__convert_folder(const convert_opts *o, convert_result *res, sli
     if (o->metadata && !(meta = slim__read_lines(o->metadata, &nmeta))) {
         st = slim__data_error(err, SLIM_ENOTFOUND, o->metadata, "%s: cannot read", o->metadata);
         goto done;
+    }
+    if (o->bounding_boxes) {
+        if (!(bblines = slim__read_lines(o->bounding_boxes, &nbb))) {
+            st = slim__data_error(err, SLIM_ENOTFOUND, o->bounding_boxes, "%s: cannot read",
+                                  o->bounding_boxes);
+            goto done;
+        }
+        if ((st = read_boxes(o->bounding_boxes, bblines, nbb, &bx, err)))
+            goto done;
+        if (!(bbstore = malloc(sizeof(float) * 4 * (size_t)(nbb ? nbb : 1)))) {
+            st = slim__error(err, SLIM_ENOMEM, "out of memory");
+            goto done;
+        }
+        for (int i = 0; i < nbb; i++)
+            memcpy(bbstore + 4 * i, bx[i].v, sizeof bx[i].v);
     }
     if (o->image_labels && !(imglab = slim__read_lines(o->image_labels, &nimglab))) {
         st = slim__data_error(err, SLIM_ENOTFOUND, o->image_labels, "%s: cannot read",
@@ -578,6 +677,10 @@ slim_status slim__convert_folder(const convert_opts *o, convert_result *res, sli
             f->size = sb.st_size;
             f->label = label;
             f->synset = synset;
+            f->boxes = NULL;
+            f->nbox = 0;
+            if (bx)
+                attach_boxes(f, bx, bbstore, nbb);
             if (flat) {
                 if (imglab) {
                     if (flat_index >= nimglab) {
@@ -674,5 +777,8 @@ done:
     slim__free_lines(syn, nsyn);
     slim__free_lines(meta, nmeta);
     slim__free_lines(imglab, nimglab);
+    slim__free_lines(bblines, nbb);
+    free(bx);
+    free(bbstore);
     return st;
 }

@@ -11,18 +11,20 @@ typedef void (*convert_progress_fn)(int shards_done, int shards, int64_t images_
                                     int64_t images, int64_t skipped, void *user);
 
 typedef struct convert_opts {
-    const char *input_dir;    /* folder: class folders of images (or images, with image_labels) */
-    const char *output_dir;   /* dataset_dir */
-    const char *dataset_name; /* output names NAME_SPLIT_00000-of-00005.tfrecord; NULL:
-                                 SPLIT-00000-of-00005 */
-    const char *split;        /* default "train" */
-    int shards;               /* > 0: this many shards */
-    int64_t size_per_record;  /* shard size in bytes when shards == 0 (default 50 MB) */
-    int validation_size;      /* > 0: also write a "validation" split of this many images (TF-Slim
-                                 flowers) */
-    const char *synsets;      /* ImageNet synset list: label = 1 + line index (0 = background) */
-    const char *metadata;     /* imagenet_metadata.txt: synset -> human-readable text */
-    const char *image_labels; /* flat folder: one synset per sorted image (ImageNet validation) */
+    const char *input_dir;      /* folder: class folders of images (or images, with image_labels) */
+    const char *output_dir;     /* dataset_dir */
+    const char *dataset_name;   /* output names NAME_SPLIT_00000-of-00005.tfrecord; NULL:
+                                   SPLIT-00000-of-00005 */
+    const char *split;          /* default "train" */
+    int shards;                 /* > 0: this many shards */
+    int64_t size_per_record;    /* shard size in bytes when shards == 0 (default 50 MB) */
+    int validation_size;        /* > 0: also write a "validation" split of this many images (TF-Slim
+                                   flowers) */
+    const char *synsets;        /* ImageNet synset list: label = 1 + line index (0 = background) */
+    const char *metadata;       /* imagenet_metadata.txt: synset -> human-readable text */
+    const char *image_labels;   /* flat folder: one synset per sorted image (ImageNet validation) */
+    const char *bounding_boxes; /* CSV "file,xmin,ymin,xmax,ymax" per box (ImageNet's
+                                 * process_bounding_boxes.py): the image/object/bbox lists */
     int num_threads;
     uint64_t seed; /* shuffle of the images (default 0, as TF-Slim's random.seed(0)) */
     bool no_shuffle;

@@ -208,6 +208,8 @@ static int cmd_convert(int argc, char **argv)
          "imagenet_metadata.txt: image/class/text and labels.txt names"},
         {"image_labels", F_STR, &o.image_labels,
          "flat folder: one synset per sorted image (ImageNet val)"},
+        {"bounding_boxes", F_STR, &o.bounding_boxes,
+         "CSV 'file,xmin,ymin,xmax,ymax' per box (ImageNet's): image/object/bbox/*"},
         {"num_threads", F_INT, &o.num_threads, "shards written in parallel (default: cores)"},
         {"seed", F_I64, &o.seed, "shuffle seed (default 0)"},
         {"shuffle", F_BOOL, &shuffle, "shuffle the images before sharding (default true)"},

@@ -184,6 +184,116 @@ static void test_folder(void)
     free(x);
 }
 
+/* --bounding_boxes: ImageNet's CSV -> the image/object/bbox lists (and its label) per image by file
+ * name; the pipeline's distorted crop then uses them; a malformed line is an error. */
+static void test_boxes(void)
+{
+    char in[600], out[600], csv[600];
+    snprintf(in, sizeof in, "%s/boxed", tap_tmpdir());
+    snprintf(out, sizeof out, "%s/boxed_out", tap_tmpdir());
+    snprintf(csv, sizeof csv, "%s/boxes.csv", tap_tmpdir());
+    mkdir(in, 0755);
+    size_t len;
+    uint8_t *jpg = tap_read_file(tap_data_path("photos/pets_examples_0001.jpg"), &len);
+    const char *cls[2] = {"a", "b"};
+    for (int c = 0; c < 2; c++) {
+        mkdir(path_in(in, cls[c]), 0755);
+        for (int i = 0; i < 2 + c; i++) {
+            char f[1200];
+            snprintf(f, sizeof f, "%s/%s/img%d.JPEG", in, cls[c], i);
+            tap_write_file(f, jpg, len);
+        }
+    }
+    free(jpg);
+    const char *boxes = "img1.JPEG,0.0000,0.0000,1.0000,1.0000\n"
+                        "img0.JPEG,0.1000,0.2000,0.5000,0.6000\n"
+                        "img0.JPEG,0.3000,0.3000,0.9000,0.8000\n"
+                        "other.JPEG,0.1,0.1,0.2,0.2\n";
+    tap_write_file(csv, boxes, strlen(boxes));
+    convert_opts o = {.input_dir = in,
+                      .output_dir = out,
+                      .shards = 1,
+                      .num_threads = 1,
+                      .no_shuffle = true,
+                      .bounding_boxes = csv};
+    convert_result res;
+    slim_error err = {0};
+    slim_status st = slim__convert_folder(&o, &res, &err);
+    tap_ok(st == SLIM_OK && res.images == 5, "--bounding_boxes: 5 images converted (%s)",
+           st ? err.msg : "");
+    /* Records in folder order: a/img0 a/img1 b/img0 b/img1 b/img2. */
+    static const int want_n[5] = {2, 1, 2, 1, 0};
+    slim_tfrecord_reader *r;
+    int ok = 0, k = 0;
+    if (!st && !slim_tfrecord_open(path_in(out, "train-00000-of-00001"), SLIM_COMPRESSION_AUTO,
+                                   true, &r, &err)) {
+        const uint8_t *d;
+        size_t dl;
+        int64_t off;
+        while (k < 5 && !slim_tfrecord_next(r, &d, &dl, &off, &err) && d) {
+            slim_example *ex;
+            if (slim_example_parse(d, dl, &ex, &err))
+                break;
+            const float *xmin, *ymin, *xmax, *ymax;
+            const int64_t *lab, *cl;
+            size_t n[6];
+            bool good = !slim_example_floats(ex, "image/object/bbox/xmin", &xmin, &n[0]) &&
+                        !slim_example_floats(ex, "image/object/bbox/ymin", &ymin, &n[1]) &&
+                        !slim_example_floats(ex, "image/object/bbox/xmax", &xmax, &n[2]) &&
+                        !slim_example_floats(ex, "image/object/bbox/ymax", &ymax, &n[3]) &&
+                        !slim_example_int64s(ex, "image/object/bbox/label", &lab, &n[4]) &&
+                        !slim_example_int64s(ex, "image/class/label", &cl, &n[5]);
+            good = good && n[0] == (size_t)want_n[k] && n[1] == n[0] && n[2] == n[0] &&
+                   n[3] == n[0] && n[4] == n[0];
+            for (size_t b = 0; good && b < n[4]; b++)
+                good = lab[b] == cl[0];
+            if (good && want_n[k] == 2)
+                good = xmin[0] == 0.1f && ymin[0] == 0.2f && xmax[0] == 0.5f && ymax[0] == 0.6f &&
+                       xmin[1] == 0.3f && ymax[1] == 0.8f;
+            if (good && want_n[k] == 1)
+                good = xmin[0] == 0 && ymin[0] == 0 && xmax[0] == 1 && ymax[0] == 1;
+            ok += good;
+            k++;
+            slim_example_free(ex);
+        }
+        slim_tfrecord_close(r);
+    }
+    tap_ok(ok == 5,
+           "every record holds its file's boxes (2, 1, 2, 1, 0) as build_imagenet_data.py writes "
+           "them, with the class label per box (%d of %d)",
+           ok, k);
+    /* The pipeline's distorted crop reads them. */
+    slim_pipeline_opts po = {.dataset_dir = out,
+                             .split = "train",
+                             .recipe = "inception",
+                             .is_training = true,
+                             .batch_size = 5,
+                             .image_size = 32,
+                             .num_epochs = 1};
+    slim_pipeline *p;
+    float *x = malloc(sizeof(float) * 5 * 32 * 32 * 3);
+    int32_t y[5];
+    slim_batch_info bi;
+    slim_pipeline_stats ps = {0};
+    st = slim_pipeline_new(&po, &p, &err);
+    if (!st) {
+        st = slim_pipeline_next(p, x, y, &bi, &err);
+        slim_pipeline_get_stats(p, &ps);
+        slim_pipeline_free(p);
+    }
+    tap_ok(!st && ps.boxed_examples == 4, "the pipeline crops 4 of the 5 around their boxes (%lld)",
+           (long long)ps.boxed_examples);
+    free(x);
+    /* A malformed line. */
+    tap_write_file(csv, "img0.JPEG,0.1,0.2,0.5\n", 22);
+    o.overwrite = true;
+    st = slim__convert_folder(&o, &res, &err);
+    char want[800];
+    snprintf(want, sizeof want,
+             "%s: line 1: expected 'filename,xmin,ymin,xmax,ymax' (normalized coordinates)", csv);
+    tap_streq(err.msg, want, "a malformed box line is an error naming the line");
+}
+
 /* Write the first n images/labels of an IDX pair as gzip IDX files. */
 static int write_idx_subset(const char *img, const char *lab, const char *dir, const char *prefix,
                             int n, slim_idx *keep_img, slim_idx *keep_lab)
@@ -345,6 +455,7 @@ int main(void)
     if (!tap_shared_data())
         tap_skip_all("../shared/data is absent");
     test_folder();
+    test_boxes();
     test_idx();
     test_cifar();
     return tap_done();
