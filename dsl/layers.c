@@ -519,6 +519,20 @@ static slim_status activation(dsl *d, const env *e, dsl_args *a, const char *def
     return st;
 }
 
+/* The activation a batch norm can apply itself (the op's activation
+ * attribute): relu or relu6 named plainly, or the default def when the layer
+ * does not say; NULL for anything else (none, attributes, other ops). */
+static slim_status fusable_activation(dsl *d, const env *e, dsl_args *a, const char *def,
+                                      const char **act)
+{
+    dval v;
+    const dnode *at;
+    TRY(args_value(d, e, a, "activation", &v, &at));
+    const char *op = at ? (v.kind == DV_STR ? v.s : NULL) : def;
+    *act = op && (!strcmp(op, "relu") || !strcmp(op, "relu6")) ? op : NULL;
+    return SLIM_OK;
+}
+
 /* ---- batch norm --------------------------------------------------------------------- */
 
 static const char *const bn_keys[] = {"decay", "epsilon",         "center",
@@ -527,8 +541,11 @@ static const char *const bn_keys[] = {"decay", "epsilon",         "center",
 #define N_BN_KEYS 9
 
 /* TF-Slim's batch_norm over x with its variables under scope. */
+/* act: NULL, or relu / relu6 applied by the op itself (one pass, and no
+ * pre-activation tensor kept for backward); the node keeps the scope's name. */
 static slim_status batch_norm(dsl *d, const env *e, dsl_args *o, const char *scope, bool trainable,
-                              const dnode *at, slim_tid x, slim_tid *y, int64_t *count)
+                              const dnode *at, const char *act, slim_tid x, slim_tid *y,
+                              int64_t *count)
 {
     double decay = 0.999, eps = 0.001;
     bool center = true, scale = false, batch_stats = true;
@@ -573,6 +590,8 @@ static slim_status batch_norm(dsl *d, const env *e, dsl_args *o, const char *sco
     slim_attrs_set_float(attrs, "epsilon", eps);
     slim_attrs_set_float(attrs, "decay", decay);
     slim_attrs_set_bool(attrs, "use_batch_stats", batch_stats);
+    if (act)
+        slim_attrs_set_str(attrs, "activation", act);
     slim_tid in[5] = {x, t[1], t[0], t[2], t[3]};
     slim_status st = dsl_add_node(d, at, "batch_norm", scope, in, 5, attrs, y);
     slim_attrs_free(attrs);
@@ -675,8 +694,14 @@ static slim_status layer_tail(dsl *d, dsl_layer_ctx *lc, bool use_bn, dsl_args *
         const char *sc = dsl_printf(d->arena, "%s/BatchNorm", lc->name);
         if (!sc)
             return dsl_fail(d->err, lc->at, SLIM_ENOMEM, "out of memory");
-        TRY(batch_norm(d, lc->e, bn_opts, sc, trainable, lc->at, x, &y, count));
+        const char *act;
+        TRY(fusable_activation(d, lc->e, lc->args, "relu", &act));
+        TRY(batch_norm(d, lc->e, bn_opts, sc, trainable, lc->at, act, x, &y, count));
         TRY(args_check_used(d, bn_opts, bn_keys, N_BN_KEYS));
+        if (act) {
+            *out = y;
+            return SLIM_OK;
+        }
     } else if (bn_opts->n) {
         /* options for a normalizer not in use (set for every conv by defaults:) */
         for (int i = 0; i < bn_opts->n; i++)
@@ -930,8 +955,12 @@ static slim_status build_bn(dsl *d, dsl_layer_ctx *lc, slim_tid *out)
     TRY(args_bool(d, lc->e, a, "trainable", &trainable));
     int64_t count = 0;
     slim_tid y, z;
-    TRY(batch_norm(d, lc->e, a, lc->name, trainable, lc->at, lc->in[0], &y, &count));
-    TRY(activation(d, lc->e, a, NULL, lc->name, y, &z));
+    const char *act;
+    TRY(fusable_activation(d, lc->e, a, NULL, &act));
+    TRY(batch_norm(d, lc->e, a, lc->name, trainable, lc->at, act, lc->in[0], &y, &count));
+    z = y;
+    if (!act)
+        TRY(activation(d, lc->e, a, NULL, lc->name, y, &z));
     static const char *const keys[] = {"name",        "inputs",          "repeat",     "stack",
                                        "if",          "decay",           "epsilon",    "center",
                                        "scale",       "use_batch_stats", "beta",       "gamma",

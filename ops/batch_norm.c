@@ -18,6 +18,12 @@
  * statistics while fine-tuning), normalizes with the moving statistics and
  * updates nothing.
  *
+ * With activation=relu or relu6 the op also applies that activation to y
+ * (one pass instead of two, and no separate pre-activation tensor kept for
+ * backward): the model language fuses a batch norm followed by relu/relu6
+ * this way. Backward then masks dy with y as the activation's own backward
+ * does (y > 0; 0 < y < 6).
+ *
  * Reductions are deterministic for a given thread count: each thread sums a
  * fixed range of rows into its own double-precision partials, and after a
  * barrier each channel's partials are combined in thread order.
@@ -25,6 +31,7 @@
 #include <slim/op.h>
 
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -35,6 +42,7 @@ typedef struct bn_params {
     float eps, decay;
     bool batch_stats;  /* normalize with the batch statistics and update the moving ones */
     bool var_unbiased; /* n/(n-1) on the variance that goes into moving_var */
+    int act;           /* ACT_NONE, ACT_RELU, ACT_RELU6 */
     int saved_mean, saved_invstd; /* indices in ctx->saved (batch_stats only) */
 } bn_params;
 
@@ -50,6 +58,32 @@ static size_t ws_bytes(int64_t ch, int nth)
 static float *coef(const slim_kernel_ctx *c, int64_t ch)
 {
     return (float *)((char *)c->ws + (size_t)c->nth * 2 * (size_t)ch * sizeof(double));
+}
+
+enum { ACT_NONE, ACT_RELU, ACT_RELU6 };
+
+static inline float act_fwd(int act, float v)
+{
+    if (act == ACT_NONE)
+        return v;
+    v = v > 0.0f ? v : 0.0f;
+    return act == ACT_RELU6 && v > 6.0f ? 6.0f : v;
+}
+
+/* dy through the activation, given its output y */
+static inline float act_bwd(int act, float y, float dy)
+{
+    if (act == ACT_NONE)
+        return dy;
+    /* dy or +0 by a bit mask: no branch and no conditional store for the
+       vectorizer to give up on */
+    uint32_t keep = (uint32_t)((y > 0.0f) & ((act == ACT_RELU) | (y < 6.0f)));
+    union {
+        float f;
+        uint32_t u;
+    } v = {.f = dy};
+    v.u &= 0u - keep;
+    return v.f;
 }
 
 static const slim_attr_spec bn_attrs[] = {
@@ -77,6 +111,11 @@ static const slim_attr_spec bn_attrs[] = {
      .def = "true",
      .doc = "moving_var is updated with the unbiased batch variance (n/(n-1), as TensorFlow); "
             "false = the biased variance (ONNX BatchNormalization training_mode)"},
+    {.name = "activation",
+     .type = SLIM_ATTR_STRING,
+     .def = "none",
+     .choices = "none|relu|relu6",
+     .doc = "applied to y in the same pass (a fused batch norm + activation)"},
 };
 
 static slim_status bn_infer(slim_infer_ctx *c)
@@ -104,6 +143,8 @@ static slim_status bn_infer(slim_infer_ctx *c)
     p->decay = (float)c->attr_float(c, "decay");
     p->batch_stats = c->training && c->attr_bool(c, "use_batch_stats");
     p->var_unbiased = c->attr_bool(c, "moving_var_unbiased");
+    const char *act = c->attr_str(c, "activation");
+    p->act = !strcmp(act, "relu") ? ACT_RELU : !strcmp(act, "relu6") ? ACT_RELU6 : ACT_NONE;
     if (p->batch_stats && p->rows == 0)
         return c->fail(c, SLIM_ESHAPE, "x %s has no elements to take batch statistics over",
                        slim_shape_str(xs, b1, sizeof b1));
@@ -201,8 +242,12 @@ static void bn_forward(const slim_kernel_ctx *c)
     for (int64_t r = lo; r < hi; r++) {
         const float *xr = x + r * C;
         float *yr = y + r * C;
-        for (int64_t j = 0; j < C; j++)
-            yr[j] = (xr[j] - mean[j]) * scale[j] + beta[j];
+        if (p->act == ACT_NONE)
+            for (int64_t j = 0; j < C; j++)
+                yr[j] = (xr[j] - mean[j]) * scale[j] + beta[j];
+        else
+            for (int64_t j = 0; j < C; j++)
+                yr[j] = act_fwd(p->act, (xr[j] - mean[j]) * scale[j] + beta[j]);
     }
 }
 
@@ -228,7 +273,7 @@ static void bn_forward_ref(const slim_kernel_ctx *c)
         }
         double inv = 1.0 / sqrt(var + p->eps);
         for (int64_t r = 0; r < R; r++)
-            y[r * C + j] = (float)(gamma[j] * (x[r * C + j] - m) * inv + beta[j]);
+            y[r * C + j] = act_fwd(p->act, (float)(gamma[j] * (x[r * C + j] - m) * inv + beta[j]));
         if (p->batch_stats) {
             double unb = R > 1 && p->var_unbiased ? var * (double)R / (double)(R - 1) : var;
             if (c->n_saved > p->saved_invstd) {
@@ -276,12 +321,36 @@ static void zero_share(const slim_kernel_ctx *c, const slim_tensor *t)
         memset((float *)t->data + lo, 0, (size_t)(hi - lo) * sizeof(float));
 }
 
+/* A row's contribution to the sums, and a row of dx, for a constant act
+ * (inlined per activation so that each loop vectorizes). */
+static inline __attribute__((always_inline)) void sums_row(int act, int64_t C, const float *xr,
+                                                           const float *dyr, const float *yr,
+                                                           const float *mean, double *sdy,
+                                                           double *sdyx)
+{
+    for (int64_t j = 0; j < C; j++) {
+        float d = act_bwd(act, yr[j], dyr[j]);
+        sdy[j] += d;
+        sdyx[j] += (double)d * (xr[j] - mean[j]);
+    }
+}
+
+static inline __attribute__((always_inline)) void
+dx_row(int act, int64_t C, const float *xr, const float *dyr, const float *yr, const float *mean,
+       const float *ca, const float *cb, const float *c0, float *dxr)
+{
+    for (int64_t j = 0; j < C; j++)
+        dxr[j] = ca[j] * act_bwd(act, yr[j], dyr[j]) + cb[j] * (xr[j] - mean[j]) + c0[j];
+}
+
 static void bn_backward(const slim_kernel_ctx *c)
 {
     const bn_params *p = c->params;
     const int64_t C = p->ch;
     const float *x = c->in[0].data, *gamma = c->in[1].data; /* x: (rows,C) */
     const float *dy = c->dout[0].data;                      /* dy: (rows,C) */
+    const float *y = c->out[0].data;                        /* for the activation's mask */
+    const int act = p->act;
     float *dx = c->din[0].data, *dgamma = c->din[1].data, *dbeta = c->din[2].data;
     if (!dy) {
         for (int i = 0; i < 3; i++)
@@ -307,10 +376,11 @@ static void bn_backward(const slim_kernel_ctx *c)
             sdy[j] = sdyx[j] = 0;
         slim_split(p->rows, c->ith, c->nth, &lo, &hi);
         for (int64_t r = lo; r < hi; r++) {
-            const float *xr = x + r * C, *dyr = dy + r * C;
-            for (int64_t j = 0; j < C; j++) {
-                sdy[j] += dyr[j];
-                sdyx[j] += (double)dyr[j] * (xr[j] - mean[j]);
+            const float *xr = x + r * C, *dyr = dy + r * C, *yr = y + r * C;
+            switch (act) { /* one loop per activation, each vectorized */
+            case ACT_NONE: sums_row(ACT_NONE, C, xr, dyr, yr, mean, sdy, sdyx); break;
+            case ACT_RELU: sums_row(ACT_RELU, C, xr, dyr, yr, mean, sdy, sdyx); break;
+            default: sums_row(ACT_RELU6, C, xr, dyr, yr, mean, sdy, sdyx);
             }
         }
     }
@@ -343,10 +413,13 @@ static void bn_backward(const slim_kernel_ctx *c)
         return;
     slim_split(p->rows, c->ith, c->nth, &lo, &hi);
     for (int64_t r = lo; r < hi; r++) {
-        const float *xr = x + r * C, *dyr = dy + r * C;
+        const float *xr = x + r * C, *dyr = dy + r * C, *yr = y + r * C;
         float *dxr = dx + r * C;
-        for (int64_t j = 0; j < C; j++)
-            dxr[j] = ca[j] * dyr[j] + cb[j] * (xr[j] - mean[j]) + c0[j];
+        switch (act) {
+        case ACT_NONE: dx_row(ACT_NONE, C, xr, dyr, yr, mean, ca, cb, c0, dxr); break;
+        case ACT_RELU: dx_row(ACT_RELU, C, xr, dyr, yr, mean, ca, cb, c0, dxr); break;
+        default: dx_row(ACT_RELU6, C, xr, dyr, yr, mean, ca, cb, c0, dxr);
+        }
     }
 }
 
@@ -354,22 +427,32 @@ static void bn_backward_ref(const slim_kernel_ctx *c)
 {
     const bn_params *p = c->params;
     const int64_t C = p->ch, R = p->rows;
-    const float *x = c->in[0].data, *gamma = c->in[1].data, *dy = c->dout[0].data;
+    const float *x = c->in[0].data, *gamma = c->in[1].data, *dy0 = c->dout[0].data;
+    const float *y = c->out[0].data;
     float *dx = c->din[0].data, *dgamma = c->din[1].data, *dbeta = c->din[2].data;
+    float *dy = NULL; /* dy through the activation: in dx until dx is written */
+    if (dy0 && p->act != ACT_NONE && dx) {
+        for (int64_t i = 0; i < R * C; i++)
+            dx[i] = act_bwd(p->act, y[i], dy0[i]);
+        dy = dx;
+    } else if (dy0 && p->act == ACT_NONE) {
+        dy = (float *)dy0;
+    }
     for (int64_t j = 0; j < C; j++) {
         float m, inv;
         bn_stats(c, p, j, &m, &inv);
         double sdy = 0, sdyxh = 0;
-        for (int64_t r = 0; r < R && dy; r++) {
-            sdy += dy[r * C + j];
-            sdyxh += dy[r * C + j] * (x[r * C + j] - m) * (double)inv;
+        for (int64_t r = 0; r < R && dy0; r++) {
+            float d = dy ? dy[r * C + j] : act_bwd(p->act, y[r * C + j], dy0[r * C + j]);
+            sdy += d;
+            sdyxh += d * (x[r * C + j] - m) * (double)inv;
         }
         if (dbeta)
             dbeta[j] = (float)sdy;
         if (dgamma)
             dgamma[j] = (float)sdyxh;
         for (int64_t r = 0; r < R && dx; r++) {
-            double d = dy ? dy[r * C + j] : 0.0;
+            double d = dy ? dy[r * C + j] : 0.0; /* read before dx[r, j] is written */
             if (p->batch_stats) {
                 double xh = (x[r * C + j] - m) * (double)inv;
                 d = d - sdy / (double)R - xh * sdyxh / (double)R;

@@ -13,6 +13,8 @@
  */
 #include "tests/dsl/tap.h"
 
+#include "engine/graph.h" /* a node's op and attributes */
+
 #include <slim/model.h>
 
 #include <ctype.h>
@@ -160,6 +162,17 @@ static bool tensor_shape(slim_graph *g, const char *name, int rank, const int64_
     return true;
 }
 
+/* The op of node `name` and its string attribute `attr`, or NULL. */
+static const char *node_attr(slim_graph *g, const char *name, const char *attr, const char **op)
+{
+    int n = slim__names_get(&g->node_names, name);
+    if (n < 0)
+        return NULL;
+    *op = g->nodes[n].d->name;
+    const slim__attr_value *v = slim__attrs_get(&g->nodes[n].attrs, attr);
+    return v && v->type == SLIM_ATTR_STRING ? v->str : NULL;
+}
+
 static void features(void)
 {
     char path[1200];
@@ -185,8 +198,14 @@ static void features(void)
     tap_ok(has_param(g, "feat/unit_1/a/weights") && has_param(g, "feat/unit_2/b/weights") &&
                !has_param(g, "feat/unit_3/a/weights"),
            "a block repeated with a name template: unit_1, unit_2");
-    tap_ok(tensor_shape(g, "feat/unit_2/b/relu6", 4, (int64_t[]){2, 16, 16, 16}),
-           "the included defaults (relu6) apply under the file's own");
+    const char *op = "", *act = node_attr(g, "feat/unit_2/b/BatchNorm", "activation", &op);
+    tap_ok(tensor_shape(g, "feat/unit_2/b/BatchNorm", 4, (int64_t[]){2, 16, 16, 16}) &&
+               !strcmp(op, "batch_norm") && act && !strcmp(act, "relu6"),
+           "the included defaults (relu6) apply under the file's own (fused into the batch "
+           "norm: %s)",
+           act ? act : "none");
+    tap_ok(slim_graph_find(g, "feat/unit_2/b/relu6", &(slim_tid){0}) == SLIM_ENOTFOUND,
+           "a batch norm's relu6 is not a node of its own");
     param_shape(g, "feat/branch/left/weights", 4, (int64_t[]){1, 1, 16, 4}, &flags);
     tap_ok(!(flags & SLIM_PARAM_TRAINABLE),
            "a scope's defaults merge into weights: (trainable: false)");

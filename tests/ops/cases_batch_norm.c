@@ -33,6 +33,10 @@ static const float tr_x[] = {0, 1, 0, 3, 2, 1, 2, 3};
 static const float tr_gamma[] = {2, 1}, tr_beta[] = {0, 0.5f};
 static const float tr_mm[] = {0.5f, -1}, tr_mv[] = {2, 3};
 static const float tr_y[] = {-2, -0.5f, -2, 1.5f, 2, -0.5f, 2, 1.5f};
+/* the same through a fused relu, and with gamma [8,1] through a fused relu6 */
+static const float tr_y_relu[] = {0, 0, 0, 1.5f, 2, 0, 2, 1.5f};
+static const float tr_gamma8[] = {8, 1};
+static const float tr_y_relu6[] = {0, 0, 0, 1.5f, 6, 0, 6, 1.5f};
 
 /* Inference, x (2,2) = [[1,2],[3,4]], moving mean [1,2], var [4,0.25], eps 0,
  * gamma [1,2], beta [0,1]: y = gamma (x - mm) / sqrt(mv) + beta. */
@@ -67,6 +71,28 @@ static const harness_case cases[] = {
             {.rank = 1, .dim = {2}, .values = tr_mm, .state = true},
             {.rank = 1, .dim = {2}, .values = tr_mv, .state = true}},
      .training = true, .expect = tr_y},
+    /* fused activations: finite differences away from the kinks, known values */
+    {CASE("train_relu", "batch_norm", "activation=relu", 5), .in = {BN_IN(2, 3, 3, 4), BN_CH(4)},
+     .training = true},
+    {CASE("train_relu6", "batch_norm", "activation=relu6", 5), .in = {BN_IN(3, 2, 2, 5), BN_CH(5)},
+     .training = true},
+    {CASE("train_frozen_relu", "batch_norm", "use_batch_stats=false; activation=relu", 5),
+     .in = {BN_IN(2, 3, 3, 4), BN_CH(4)}, .training = true},
+    {CASE("infer_relu", "batch_norm", "activation=relu", 5), .in = {BN_IN(2, 3, 3, 4), BN_CH(4)}},
+    {CASE("train_known_relu", "batch_norm", "epsilon=0; activation=relu", 5),
+     .in = {{.rank = 2, .dim = {4, 2}, .values = tr_x},
+            {.rank = 1, .dim = {2}, .values = tr_gamma},
+            {.rank = 1, .dim = {2}, .values = tr_beta},
+            {.rank = 1, .dim = {2}, .values = tr_mm, .state = true},
+            {.rank = 1, .dim = {2}, .values = tr_mv, .state = true}},
+     .training = true, .expect = tr_y_relu, .no_grad = true},
+    {CASE("train_known_relu6", "batch_norm", "epsilon=0; activation=relu6", 5),
+     .in = {{.rank = 2, .dim = {4, 2}, .values = tr_x},
+            {.rank = 1, .dim = {2}, .values = tr_gamma8},
+            {.rank = 1, .dim = {2}, .values = tr_beta},
+            {.rank = 1, .dim = {2}, .values = tr_mm, .state = true},
+            {.rank = 1, .dim = {2}, .values = tr_mv, .state = true}},
+     .training = true, .expect = tr_y_relu6, .no_grad = true},
     {CASE("infer_known", "batch_norm", "epsilon=0", 5),
      .in = {{.rank = 2, .dim = {2, 2}, .values = in_x},
             {.rank = 1, .dim = {2}, .values = in_gamma},
