@@ -1,13 +1,15 @@
 /*
- * bench/conv_bench.c - per-layer GFLOP/s of conv2d: forward, backward-data
- * (only dx requested) and backward-filter (only dw requested), at 1 and 2
- * threads, next to the oneDNN anchors (../shared/anchors/dnnl_conv_{1,2}t.txt).
+ * bench/conv_bench.c - per-layer GFLOP/s of conv2d (and of LeNet's
+ * fully_connected layers): forward, backward-data (only dx requested) and
+ * backward-filter (only dw requested), at 1 and 2 threads, next to the oneDNN
+ * anchors (../shared/anchors/dnnl_conv_{1,2}t.txt) where they exist.
  *
  * The kernels run through the internal single-op runner (engine/oprun.h), so
  * what is timed is the op's kernel on the engine's thread pool: the same code
  * a compiled program runs for the node, without the rest of the graph.
  *
- * FLOPs = 2*N*OH*OW*O*KH*KW*C for every direction, as the anchors count.
+ * FLOPs = 2*N*OH*OW*O*KH*KW*C for every direction, as the anchors count
+ * (2*N*K*O for fully_connected).
  * Each case: warm-up (at least 2 runs and 0.3 s), then runs until at least
  * --min_reps and --budget seconds; the figure is the median run.
  */
@@ -23,9 +25,9 @@
 #include <string.h>
 
 typedef struct layer {
-    const char *name; /* ours */
-    const char *dnnl; /* the anchor file's layer column */
-    int64_t N, H, W, C, KH, KW, O, S;
+    const char *name;                 /* ours */
+    const char *dnnl;                 /* the anchor file's layer column */
+    int64_t N, H, W, C, KH, KW, O, S; /* KH == 0: fully_connected x (N,C), w (C,O) */
 } layer;
 
 /* SAME padding everywhere (the 1x1 needs none). */
@@ -36,6 +38,11 @@ static const layer LAYERS[] = {
     {"1x1 256->64 56x56 b16", "1x1 conv 256->64 56x56 b16", 16, 56, 56, 256, 1, 1, 64, 1},
     {"ResNet-50 conv1 7x7/2 3->64 224x224 b16", "R50 conv1 7x7/2 3->64 224 b16", 16, 224, 224, 3, 7,
      7, 64, 2},
+    /* TF-Slim's LeNet at batch 64 (bench/train_step) */
+    {"LeNet conv1 5x5 1->32 28x28 b64", "", 64, 28, 28, 1, 5, 5, 32, 1},
+    {"LeNet conv2 5x5 32->64 14x14 b64", "", 64, 14, 14, 32, 5, 5, 64, 1},
+    {"LeNet fc3 3136->1024 b64", "", 64, 1, 1, 3136, 0, 0, 1024, 1},
+    {"LeNet fc4 1024->10 b64", "", 64, 1, 1, 1024, 0, 0, 10, 1},
 };
 #define N_LAYERS ((int)(sizeof LAYERS / sizeof LAYERS[0]))
 
@@ -83,6 +90,8 @@ static double dnnl_anchor(const char *dir, int nth, const char *lname, const cha
                           const char *direction)
 {
     char path[1024], line[512];
+    if (!*lname)
+        return 0;
     snprintf(path, sizeof path, "%s/dnnl_conv_%dt.txt", dir, nth);
     FILE *f = fopen(path, "r");
     if (!f)
@@ -109,19 +118,28 @@ static result run_case(const slim_registry *reg, const opts *o, int li, int dir,
     const layer *L = &LAYERS[li];
     slim_error err = {0};
     slim_attrs *a = slim_attrs_new();
-    slim_attrs_set_ints(a, "strides", (int64_t[]){L->S, L->S}, 2);
-    slim_attrs_set_str(a, "padding", "SAME");
+    bool fc = L->KH == 0;
+    if (!fc) {
+        slim_attrs_set_ints(a, "strides", (int64_t[]){L->S, L->S}, 2);
+        slim_attrs_set_str(a, "padding", "SAME");
+    }
     slim_tensor_desc in[2] = {
         {SLIM_F32, {4, {L->N, L->H, L->W, L->C}}},
         {SLIM_F32, {4, {L->KH, L->KW, L->C, L->O}}},
     };
+    if (fc) {
+        in[0].shape = (slim_shape){2, {L->N, L->C}};
+        in[1].shape = (slim_shape){2, {L->C, L->O}};
+    }
     slim__oprun *r;
-    if (slim__oprun_new(reg, "conv2d", a, in, 2, dir != DIR_FWD, nth, &r, &err) != SLIM_OK)
+    if (slim__oprun_new(reg, fc ? "fully_connected" : "conv2d", a, in, 2, dir != DIR_FWD, nth, &r,
+                        &err) != SLIM_OK)
         die(L->name, &err);
     slim_attrs_free(a);
     const slim_shape *ys = &slim__oprun_infer(r)->out[0].shape;
-    int64_t OH = ys->dim[1], OW = ys->dim[2];
-    double flops = 2.0 * (double)(L->N * OH * OW * L->O * L->KH * L->KW * L->C);
+    int64_t OH = fc ? 1 : ys->dim[1], OW = fc ? 1 : ys->dim[2];
+    int64_t taps = fc ? 1 : L->KH * L->KW;
+    double flops = 2.0 * (double)(L->N * OH * OW * L->O * taps * L->C);
 
     float *x = alloc_rand(slim_shape_numel(&in[0].shape), 1);
     float *w = alloc_rand(slim_shape_numel(&in[1].shape), 2);
@@ -197,6 +215,66 @@ static double max_rel_err(const float *a, const float *b, int64_t n)
             e = d; /* NaN counts */
     }
     return e;
+}
+
+/* fully_connected's packed paths (ops/fc.c) against its reference kernels:
+ * x (N,K), w (K,O), b (O), at 1 to 3 threads. Returns the failures. */
+static int run_fc_checks(const slim_registry *reg)
+{
+    static const int64_t shapes[][3] = {
+        {64, 3136, 1024}, {64, 1024, 10}, {1, 300, 40},  {37, 300, 45},
+        {7, 20, 600},     {70, 9, 5},     {600, 13, 70}, {33, 513, 97},
+    };
+    int failed = 0;
+    for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
+        const int64_t N = shapes[si][0], K = shapes[si][1], O = shapes[si][2];
+        for (int nth = 1; nth <= 3; nth++) {
+            slim_error err = {0};
+            slim_attrs *a = slim_attrs_new();
+            slim_tensor_desc in[3] = {
+                {SLIM_F32, {2, {N, K}}}, {SLIM_F32, {2, {K, O}}}, {SLIM_F32, {1, {O}}}};
+            slim__oprun *r;
+            if (slim__oprun_new(reg, "fully_connected", a, in, 3, true, nth, &r, &err) != SLIM_OK)
+                die("fully_connected", &err);
+            slim_attrs_free(a);
+            int64_t n[3] = {N * K, K * O, O};
+            float *x = alloc_rand(N * K, 31), *w = alloc_rand(K * O, 32), *b = alloc_rand(O, 33);
+            float *dy = alloc_rand(N * O, 34), *y = malloc((size_t)(N * O) * sizeof *y);
+            float *g[2][3];
+            void *in_data[3] = {x, w, b};
+            const float *dout[1] = {dy};
+            double e[4] = {0};
+            for (int ref = 1; ref >= 0; ref--) {
+                for (int i = 0; i < 3; i++)
+                    g[ref][i] = alloc_rand(n[i], 40 + (uint64_t)i); /* overwritten */
+                slim__oprun_forward(r, in_data, ref, 0, 0, 0);
+                slim_tensor out = slim__oprun_output(r, 0);
+                if (ref)
+                    memcpy(y, out.data, (size_t)(N * O) * sizeof *y);
+                else
+                    e[0] = max_rel_err(out.data, y, N * O);
+                slim__oprun_backward(r, in_data, dout, g[ref], ref, 0, 0);
+            }
+            for (int i = 0; i < 3; i++)
+                e[1 + i] = max_rel_err(g[0][i], g[1][i], n[i]);
+            bool ok = e[0] <= 1e-4 && e[1] <= 1e-4 && e[2] <= 1e-4 && e[3] <= 1e-4;
+            failed += !ok;
+            printf("%s fully_connected %lldx%lld * %lldx%lld, %d threads: max rel err y %.1e dx "
+                   "%.1e dw %.1e db %.1e\n",
+                   ok ? "ok  " : "FAIL", (long long)N, (long long)K, (long long)K, (long long)O,
+                   nth, e[0], e[1], e[2], e[3]);
+            for (int ref = 0; ref < 2; ref++)
+                for (int i = 0; i < 3; i++)
+                    free(g[ref][i]);
+            free(x);
+            free(w);
+            free(b);
+            free(dy);
+            free(y);
+            slim__oprun_free(r);
+        }
+    }
+    return failed;
 }
 
 static int run_checks(const slim_registry *reg)
@@ -284,6 +362,7 @@ static int run_checks(const slim_registry *reg)
             slim__oprun_free(r);
         }
     }
+    failed += run_fc_checks(reg);
     printf("%s: %d failed\n", failed ? "FAIL" : "ok", failed);
     return failed;
 }

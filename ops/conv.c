@@ -948,7 +948,7 @@ static void dw_tile(const conv_geom *f, const float *A, int64_t lda, int64_t kn,
     for (int64_t k0 = 0; k0 < kn; k0 += MR)
         for (int64_t ob = 0; ob < nb; ob++)
             ukr_tn(rn, A + k0, lda, dyt + ob * NR, f->O, dwg + k0 * f->O + ob * NR, f->O,
-                   (int)min64(MR, kn - k0), (int)min64(NR, f->Og - ob * NR));
+                   (int)min64(MR, kn - k0), (int)min64(NR, f->Og - ob * NR), true);
 }
 
 /* Buffers of one backward worker. */

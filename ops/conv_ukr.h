@@ -1,12 +1,13 @@
 /*
- * ops/conv_ukr.h - the register-blocked GEMM micro-kernels of ops/conv.c
- * (included by it alone; static functions).
+ * ops/conv_ukr.h - the register-blocked GEMM micro-kernels of the conv2d and
+ * fully_connected kernels (ops/conv*.c, ops/fc.c; static functions).
  *
  * Two kernels compute an MR x NR block of C:
  *   ukr_nn: C = A B (+ bias) (+ C): A rows given by MR pointers (depth
  *           contiguous), B a packed panel (depth x NR, zero-padded columns);
- *   ukr_tn: C += A^T B over d rows: row l of A gives MR consecutive values at
- *           a + l*lda, row l of B NR values at b + l*ldb (neither packed).
+ *   ukr_tn: C = A^T B (+ C when acc) over d rows: row l of A gives MR
+ *           consecutive values at a + l*lda, row l of B NR values at
+ *           b + l*ldb (neither packed).
  * MR rows x NR columns = 12 vector accumulators; per depth step 2 vector
  * loads of B and MR broadcasts of A feed 12 FMAs (2 FMA pipes of 4-cycle
  * latency need at least 8 independent chains). The vector width follows the
@@ -145,9 +146,9 @@ static void ukr_nn(int64_t d, const float *const *a, const float *b, float *c, i
     UKR_PUT(z0, z1, acc);
 }
 
-/* C (mr x nr, ld ldc) += A^T B over d rows (see the top of the file). */
+/* C (mr x nr, ld ldc) = A^T B (+ C when acc) over d rows (see the top of the file). */
 static void ukr_tn(int64_t d, const float *a, int64_t lda, const float *b, int64_t ldb, float *c,
-                   int64_t ldc, int mr, int nr)
+                   int64_t ldc, int mr, int nr, bool acc)
 {
     /* rows past mr read row 0 again (in bounds) and are not stored */
     const int64_t o1 = mr > 1, o2 = mr > 2 ? 2 : 0, o3 = mr > 3 ? 3 : 0, o4 = mr > 4 ? 4 : 0,
@@ -177,7 +178,7 @@ static void ukr_tn(int64_t d, const float *a, int64_t lda, const float *b, int64
         }
     }
     vfloat z = vzero();
-    UKR_PUT(z, z, true);
+    UKR_PUT(z, z, acc);
 }
 
 /* dst[0..n) = src[0..n). */
@@ -218,7 +219,7 @@ static void ukr_nn(int64_t d, const float *const *a, const float *b, float *c, i
 }
 
 static void ukr_tn(int64_t d, const float *a, int64_t lda, const float *b, int64_t ldb, float *c,
-                   int64_t ldc, int mr, int nr)
+                   int64_t ldc, int mr, int nr, bool acc)
 {
     float s[MR][NR] = {{0}};
     for (int64_t l = 0; l < d; l++, a += lda, b += ldb)
@@ -227,7 +228,7 @@ static void ukr_tn(int64_t d, const float *a, int64_t lda, const float *b, int64
                 s[i][j] += a[i] * b[j];
     for (int i = 0; i < mr; i++)
         for (int j = 0; j < nr; j++)
-            c[i * ldc + j] += s[i][j];
+            c[i * ldc + j] = s[i][j] + (acc ? c[i * ldc + j] : 0.0f);
 }
 
 static inline void copy_run(float *dst, const float *src, int64_t n)

@@ -1,9 +1,22 @@
 /*
  * ops/fc.c - dense products: fully_connected and matmul.
  *
- * Both are GEMMs on the host's single-threaded row-major sgemm. Each thread
- * computes its own tile of the output (a range of rows, or of columns when
- * the rows are too few to feed every thread), so no thread reduces another's
+ * fully_connected runs on the conv kernels' register-blocked micro-kernels
+ * (ops/conv_ukr.h). Its three products have one big operand, the weights
+ * (K x O), and small ones (the batch), so each is arranged to stream w once,
+ * in its own layout, with the small operand where the kernels want it:
+ *   y  = x w:      w copied in blocks of FC_KC rows into NR-column panels,
+ *                  x rows read in place (ukr_nn);
+ *   dx = dy w^T:   computed as dx^T = w dy^T, w rows read in place, dy^T
+ *                  packed once (small) and each MR x NR block of dx^T stored
+ *                  transposed (ukr_nn, depth O);
+ *   dw = x^T dy:   x and dy read in place (ukr_tn, depth N).
+ * BLIS took 27-44 GFLOP/s on LeNet's 3136x1024 layer at batch 64 (a small M
+ * and, for dw, K = 64 are its weak shapes); see README "Performance".
+ * matmul stays on the host's single-threaded row-major sgemm (BLIS).
+ *
+ * Each thread computes its own part of every output (column panels or row
+ * blocks of y, row blocks of dx^T and dw), so no thread reduces another's
  * result and the output does not depend on timing. Sums over a batch that
  * shares one output (the gradient of a broadcast matmul operand) are done by
  * the thread owning the tile, batch after batch, in a fixed order.
@@ -16,6 +29,8 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
+
+#include "ops/conv_ukr.h"
 
 extern const slim_op_desc slim__op_fully_connected;
 extern const slim_op_desc slim__op_matmul;
@@ -149,13 +164,59 @@ static bool all_f32(const slim_infer_ctx *c)
     return true;
 }
 
-/* "(2,3,4)" into buf, for error messages. */
 /* ---- fully_connected ------------------------------------------------------ */
 
 typedef struct fc_params {
     int64_t n, k, o; /* x (N,K), w (K,O) */
     bool has_bias;
 } fc_params;
+
+/* Rows of w per packed block of the forward; columns of w packed at once (a
+ * block of FC_KC x FC_COLS floats stays in L2, each panel's part in L1). */
+#define FC_KC 256
+#define FC_COLS 512
+/* Floats of packed dy columns that the dw product walks the rows of x with. */
+#define FC_DW_FLOATS 32768
+
+static int64_t fc_max(int64_t a, int64_t b)
+{
+    return a > b ? a : b;
+}
+
+static int64_t fc_min(int64_t a, int64_t b)
+{
+    return a < b ? a : b;
+}
+
+static int64_t ceil_div(int64_t a, int64_t b)
+{
+    return (a + b - 1) / b;
+}
+
+/* Round a float count up to 16 (64 bytes) so per-thread buffers do not share cache lines. */
+static size_t round16(size_t n)
+{
+    return (n + 15) & ~(size_t)15;
+}
+
+/* Floats of one thread's forward buffer: a block of w in NR-column panels. */
+static size_t fc_fwd_floats(const fc_params *p)
+{
+    int64_t cols = fc_min(ceil_div(p->o, NR) * NR, FC_COLS);
+    return round16((size_t)(fc_min(p->k, FC_KC) * cols));
+}
+
+/* The backward's shared buffer: dy^T in NR-column panels (O x NR each) for
+ * dx, then dy in NR-column panels (N x NR each) for dw. */
+static size_t fc_dyt_floats(const fc_params *p)
+{
+    return round16((size_t)(ceil_div(p->n, NR) * p->o * NR));
+}
+
+static size_t fc_bwd_floats(const fc_params *p)
+{
+    return fc_dyt_floats(p) + round16((size_t)(ceil_div(p->o, NR) * p->n * NR));
+}
 
 static slim_status fc_infer(slim_infer_ctx *c)
 {
@@ -178,8 +239,8 @@ static slim_status fc_infer(slim_infer_ctx *c)
     if (ws->dim[0] != p->k)
         return c->fail(c, SLIM_ESHAPE,
                        "x %s has %lld features per example but the weights %s expect %lld",
-                       slim_shape_str(xs, b1, sizeof b1), (long long)p->k, slim_shape_str(ws, b2, sizeof b2),
-                       (long long)ws->dim[0]);
+                       slim_shape_str(xs, b1, sizeof b1), (long long)p->k,
+                       slim_shape_str(ws, b2, sizeof b2), (long long)ws->dim[0]);
     p->has_bias = c->n_inputs > 2;
     if (p->has_bias) {
         const slim_shape *bs = &c->inputs[2].shape;
@@ -190,39 +251,56 @@ static slim_status fc_infer(slim_infer_ctx *c)
     }
     slim_shape ys = slim_shape_make(2, (int64_t[]){p->n, p->o});
     c->set_output(c, 0, SLIM_F32, &ys);
+    size_t floats = fc_fwd_floats(p) * (size_t)(c->nth > 0 ? c->nth : 1);
+    if (c->training && fc_bwd_floats(p) > floats)
+        floats = fc_bwd_floats(p);
+    c->set_workspace(c, floats * sizeof(float));
     return SLIM_OK;
 }
 
-static void fc_forward(const slim_kernel_ctx *c)
+/* Rows [k0, k0+kc) of w (ld O), column panels [q0, q1), into buf: panel q at
+ * buf + (q-q0)*kc*NR, row l of it at + l*NR, zero past column O. */
+static void fc_pack_w(const float *w, int64_t o, int64_t k0, int64_t kc, int64_t q0, int64_t q1,
+                      float *buf)
 {
-    const fc_params *p = c->params;
-    const float *x = c->in[0].data; /* x: (N,K) */
-    const float *w = c->in[1].data; /* w: (K,O) */
-    float *y = c->out[0].data;      /* y: (N,O) */
-    int64_t r0, r1, j0, j1;
-    tile_of(p->n, p->o, c->ith, c->nth, &r0, &r1, &j0, &j1);
-    if (r1 <= r0 || j1 <= j0)
-        return;
-    float beta = 0.0f;
-    if (p->has_bias) {
-        /* Start the tile at the bias and let the GEMM add onto it. */
-        const float *b = c->in[2].data;
-        for (int64_t r = r0; r < r1; r++)
-            memcpy(y + r * p->o + j0, b + j0, (size_t)(j1 - j0) * sizeof(float));
-        beta = 1.0f;
+    for (int64_t l = 0; l < kc; l++) {
+        const float *row = w + (k0 + l) * o;
+        for (int64_t q = q0; q < q1; q++) {
+            float *dst = buf + ((q - q0) * kc + l) * NR;
+            int64_t nj = fc_min(NR, o - q * NR);
+            copy_run(dst, row + q * NR, nj);
+            if (nj < NR)
+                zero_run(dst + nj, NR - nj);
+        }
     }
-    gemm_args g = {.batch = 1,
-                   .m = p->n,
-                   .n = p->o,
-                   .k = p->k,
-                   .alpha = 1.0f,
-                   .a = x,
-                   .lda = p->k,
-                   .b = w,
-                   .ldb = p->o,
-                   .c = y,
-                   .ldc = p->o};
-    gemm_tile(c->host, &g, 0, r0, r1, j0, j1, beta);
+}
+
+/* y rows [i0, i1) x column panels [q0, q1) = x w + b. */
+static void fc_forward_part(const fc_params *p, const float *x, const float *w, const float *b,
+                            float *y, int64_t i0, int64_t i1, int64_t q0, int64_t q1, float *buf)
+{
+    const int64_t K = p->k, O = p->o;
+    for (int64_t g0 = q0; g0 < q1; g0 += FC_COLS / NR) {
+        int64_t g1 = fc_min(q1, g0 + FC_COLS / NR);
+        /* K == 0 still makes one pass: y = b */
+        for (int64_t k0 = 0; k0 == 0 || k0 < K; k0 += FC_KC) {
+            int64_t kc = fc_min(FC_KC, K - k0);
+            fc_pack_w(w, O, k0, kc, g0, g1, buf);
+            for (int64_t q = g0; q < g1; q++) {
+                int nr = (int)fc_min(NR, O - q * NR);
+                for (int64_t r = i0; r < i1; r += MR) {
+                    int mr = (int)fc_min(MR, i1 - r);
+                    const float *a[MR];
+                    for (int i = 0; i < MR; i++)
+                        a[i] = x + (r + (i < mr ? i : 0)) * K + k0;
+                    ukr_nn(kc, a, buf + (q - g0) * kc * NR, y + r * O + q * NR, O, mr, nr,
+                           b && k0 == 0 ? b + q * NR : NULL, k0 > 0);
+                }
+            }
+            if (kc <= 0)
+                break;
+        }
+    }
 }
 
 static void fc_forward_ref(const slim_kernel_ctx *c)
@@ -240,6 +318,123 @@ static void fc_forward_ref(const slim_kernel_ctx *c)
         }
 }
 
+static void fc_forward(const slim_kernel_ctx *c)
+{
+    const fc_params *p = c->params;
+    const float *x = c->in[0].data; /* x: (N,K) */
+    const float *w = c->in[1].data; /* w: (K,O) */
+    const float *b = p->has_bias ? c->in[2].data : NULL;
+    float *y = c->out[0].data; /* y: (N,O) */
+    size_t per = fc_fwd_floats(p);
+    int nw = (int)fc_min(c->nth, (int64_t)(c->ws_size / sizeof(float) / per));
+    if (nw == 0) { /* no workspace for even one thread: plain loops */
+        if (c->ith == 0)
+            fc_forward_ref(c);
+        return;
+    }
+    if (c->ith >= nw)
+        return;
+    /* column panels per thread when there are enough of them, else row blocks */
+    int64_t panels = ceil_div(p->o, NR), blocks = ceil_div(p->n, MR), lo, hi;
+    float *buf = (float *)c->ws + (size_t)c->ith * per;
+    if (panels >= nw || blocks < 2 * panels) {
+        slim_split(panels, c->ith, nw, &lo, &hi);
+        if (hi > lo)
+            fc_forward_part(p, x, w, b, y, 0, p->n, lo, hi, buf);
+    } else {
+        slim_split(blocks, c->ith, nw, &lo, &hi);
+        if (hi > lo)
+            fc_forward_part(p, x, w, b, y, lo * MR, fc_min(p->n, hi * MR), 0, panels, buf);
+    }
+}
+
+/* dy^T (O x N) into NR-column panels, panel j at dyt + j*O*NR (zero past
+ * column N): this thread's rows [o0, o1) of every panel. */
+static void fc_pack_dyt(const fc_params *p, const float *dy, int64_t o0, int64_t o1, float *dyt)
+{
+    const int64_t O = p->o;
+    for (int64_t j = 0; j < ceil_div(p->n, NR); j++) {
+        float *dst = dyt + j * O * NR;
+        for (int64_t jj = 0; jj < NR; jj++) {
+            int64_t n = j * NR + jj;
+            if (n >= p->n) {
+                for (int64_t o = o0; o < o1; o++)
+                    dst[o * NR + jj] = 0.0f;
+                continue;
+            }
+            const float *src = dy + n * O;
+            for (int64_t o = o0; o < o1; o++)
+                dst[o * NR + jj] = src[o];
+        }
+    }
+}
+
+/* dy's column panels [q0, q1) into dyp: panel q (N x NR, zero past column O) at dyp + q*N*NR. */
+static void fc_pack_dy(const fc_params *p, const float *dy, int64_t q0, int64_t q1, float *dyp)
+{
+    for (int64_t q = q0; q < q1; q++) {
+        int64_t nj = fc_min(NR, p->o - q * NR);
+        for (int64_t n = 0; n < p->n; n++) {
+            float *dst = dyp + (q * p->n + n) * NR;
+            copy_run(dst, dy + n * p->o + q * NR, nj);
+            if (nj < NR)
+                zero_run(dst + nj, NR - nj);
+        }
+    }
+}
+
+/* dx columns [k0, k0+mr) (dx: N x K) = rows [k0, k0+mr) of w dy^T, block by
+ * block of NR examples: the MR x NR block is computed in registers and
+ * stored transposed. */
+static void fc_dx_rows(const fc_params *p, const float *w, const float *dyt, float *dx, int64_t k0,
+                       int mr)
+{
+    const int64_t K = p->k, O = p->o;
+    const float *a[MR];
+    for (int i = 0; i < MR; i++)
+        a[i] = w + (k0 + (i < mr ? i : 0)) * O;
+    for (int64_t j = 0; j < ceil_div(p->n, NR); j++) {
+        float t[MR * NR];
+        int nr = (int)fc_min(NR, p->n - j * NR);
+        ukr_nn(O, a, dyt + j * O * NR, t, NR, mr, nr, NULL, false);
+        for (int jj = 0; jj < nr; jj++) {
+            float *d = dx + (j * NR + jj) * K + k0;
+            for (int i = 0; i < mr; i++)
+                d[i] = t[i * NR + jj];
+        }
+    }
+}
+
+/* Plain loops over the three products, for the reference kernels. */
+static void fc_backward_ref(const slim_kernel_ctx *c)
+{
+    const fc_params *p = c->params;
+    const float *x = c->in[0].data, *w = c->in[1].data, *dy = c->dout[0].data;
+    float *dx = c->din[0].data, *dw = c->din[1].data;
+    float *db = p->has_bias ? c->din[2].data : NULL;
+    const int64_t N = p->n, K = p->k, O = p->o;
+    for (int64_t i = 0; dx && i < N; i++)
+        for (int64_t k = 0; k < K; k++) {
+            double s = 0;
+            for (int64_t o = 0; dy && o < O; o++)
+                s += (double)dy[i * O + o] * w[k * O + o];
+            dx[i * K + k] = (float)s;
+        }
+    for (int64_t k = 0; dw && k < K; k++)
+        for (int64_t o = 0; o < O; o++) {
+            double s = 0;
+            for (int64_t i = 0; dy && i < N; i++)
+                s += (double)x[i * K + k] * dy[i * O + o];
+            dw[k * O + o] = (float)s;
+        }
+    for (int64_t o = 0; db && o < O; o++) {
+        double s = 0;
+        for (int64_t i = 0; dy && i < N; i++)
+            s += dy[i * O + o];
+        db[o] = (float)s;
+    }
+}
+
 static void fc_backward(const slim_kernel_ctx *c)
 {
     const fc_params *p = c->params;
@@ -248,6 +443,7 @@ static void fc_backward(const slim_kernel_ctx *c)
     const float *dy = c->dout[0].data; /* dy: (N,O) */
     slim_tensor *dx = &c->din[0], *dw = &c->din[1];
     slim_tensor *db = p->has_bias ? &c->din[2] : NULL;
+    const int64_t N = p->n, K = p->k, O = p->o;
     if (!dy) {
         zero_share(c, dx);
         zero_share(c, dw);
@@ -255,48 +451,51 @@ static void fc_backward(const slim_kernel_ctx *c)
             zero_share(c, db);
         return;
     }
-    /* Each gradient is split over its own output, so no thread waits for another. */
-    if (dx->data) { /* dx = dy w^T: (N,O) x (O,K) */
-        gemm_args g = {.batch = 1,
-                       .m = p->n,
-                       .n = p->k,
-                       .k = p->o,
-                       .tb = true,
-                       .alpha = 1.0f,
-                       .a = dy,
-                       .lda = p->o,
-                       .b = w,
-                       .ldb = p->o,
-                       .c = dx->data,
-                       .ldc = p->k};
-        gemm_parallel(c, &g);
+    if ((dx->data || dw->data) && c->ws_size < fc_bwd_floats(p) * sizeof(float)) {
+        if (c->ith == 0) /* no workspace for the packed dy: plain loops */
+            fc_backward_ref(c);
+        return;
     }
-    if (dw->data) { /* dw = x^T dy: (K,N) x (N,O) */
-        gemm_args g = {.batch = 1,
-                       .m = p->k,
-                       .n = p->o,
-                       .k = p->n,
-                       .ta = true,
-                       .alpha = 1.0f,
-                       .a = x,
-                       .lda = p->k,
-                       .b = dy,
-                       .ldb = p->o,
-                       .c = dw->data,
-                       .ldc = p->o};
-        gemm_parallel(c, &g);
+    /* dy packed twice, by all threads, for the two products */
+    float *dyt = c->ws, *dyp = dyt + fc_dyt_floats(p);
+    const int64_t panels = ceil_div(O, NR);
+    int64_t lo, hi;
+    if (dx->data) {
+        slim_split(O, c->ith, c->nth, &lo, &hi);
+        fc_pack_dyt(p, dy, lo, hi, dyt);
+    }
+    if (dw->data) {
+        slim_split(panels, c->ith, c->nth, &lo, &hi);
+        fc_pack_dy(p, dy, lo, hi, dyp);
+    }
+    if (dx->data || dw->data)
+        c->sync(c);
+    /* Every thread owns the same MR-row blocks of dx^T and dw (column blocks of dx). */
+    slim_split(ceil_div(K, MR), c->ith, c->nth, &lo, &hi);
+    for (int64_t kb = lo; dx->data && kb < hi; kb++)
+        fc_dx_rows(p, w, dyt, dx->data, kb * MR, (int)fc_min(MR, K - kb * MR));
+    if (dw->data) {
+        /* dw = x^T dy: MR rows of dw by NR columns, over the N examples; dy
+         * panels in groups of about FC_DW_FLOATS floats, reused by every row block */
+        float *dwv = dw->data;
+        int64_t group = fc_max(1, FC_DW_FLOATS / fc_max(1, p->n * NR));
+        for (int64_t q0 = 0; q0 < panels; q0 += group)
+            for (int64_t kb = lo; kb < hi; kb++) {
+                int64_t k0 = kb * MR;
+                int mr = (int)fc_min(MR, K - k0);
+                for (int64_t q = q0; q < fc_min(panels, q0 + group); q++)
+                    ukr_tn(N, x + k0, K, dyp + q * N * NR, NR, dwv + k0 * O + q * NR, O, mr,
+                           (int)fc_min(NR, O - q * NR), false);
+            }
     }
     if (db && db->data) { /* db = column sums of dy, each thread owning a range of columns */
         float *dbv = db->data;
-        int64_t lo, hi;
-        slim_split(p->o, c->ith, c->nth, &lo, &hi);
+        slim_split(O, c->ith, c->nth, &lo, &hi);
         if (hi > lo) {
-            memcpy(dbv + lo, dy + lo, (size_t)(hi - lo) * sizeof(float));
-            for (int64_t i = 1; i < p->n; i++)
+            memset(dbv + lo, 0, (size_t)(hi - lo) * sizeof(float));
+            for (int64_t i = 0; i < N; i++)
                 for (int64_t j = lo; j < hi; j++)
-                    dbv[j] += dy[i * p->o + j];
-            if (p->n == 0)
-                memset(dbv + lo, 0, (size_t)(hi - lo) * sizeof(float));
+                    dbv[j] += dy[i * O + j];
         }
     }
 }
@@ -314,6 +513,7 @@ const slim_op_desc slim__op_fully_connected = {
     .forward = fc_forward,
     .backward = fc_backward,
     .forward_ref = fc_forward_ref,
+    .backward_ref = fc_backward_ref,
 };
 
 /* ---- matmul --------------------------------------------------------------- */
@@ -353,8 +553,8 @@ static slim_status matmul_infer(slim_infer_ctx *c)
         return c->fail(c, SLIM_ESHAPE,
                        "inner dimensions differ: a %s gives K=%lld, b %s gives K=%lld "
                        "(transpose_a=%d, transpose_b=%d)",
-                       slim_shape_str(as, b1, sizeof b1), (long long)p->k, slim_shape_str(bs, b2, sizeof b2),
-                       (long long)kb, p->ta, p->tb);
+                       slim_shape_str(as, b1, sizeof b1), (long long)p->k,
+                       slim_shape_str(bs, b2, sizeof b2), (long long)kb, p->ta, p->tb);
     p->b_shared = rb == 2;
     if (rb > 2) {
         bool same = rb == ra;

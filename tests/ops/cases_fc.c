@@ -33,6 +33,20 @@ static const harness_case cases[] = {
      .in = {F32(4, 2, 3, 2, 2), F32(2, 12, 5), F32(1, 5)}},
     {CASE("tall_rows", "fully_connected", NULL, 3), .in = {F32(2, 17, 6), F32(2, 6, 4), F32(1, 4)}},
     {CASE("wide_cols", "fully_connected", NULL, 2), .in = {F32(2, 2, 8), F32(2, 8, 37)}},
+    /* the packed micro-kernel paths (ops/fc.c): w in several FC_KC-row blocks
+     * with a tail, partial MR x NR blocks, several NR panels of dy^T */
+    {CASE("chunks_k300_o45", "fully_connected", NULL, 3),
+     .in = {F32(2, 37, 300), F32(2, 300, 45), F32(1, 45)}},
+    /* more than FC_COLS columns: two packed column groups */
+    {CASE("groups_o600", "fully_connected", NULL, 3),
+     .in = {F32(2, 7, 20), F32(2, 20, 600), F32(1, 600)}},
+    /* one column panel, many row blocks: forward split by rows between threads */
+    {CASE("row_split_n70", "fully_connected", NULL, 3),
+     .in = {F32(2, 70, 9), F32(2, 9, 5), F32(1, 5)}},
+    /* a large batch: dw walks its dy panels one group at a time */
+    {CASE("batch600", "fully_connected", NULL, 2), .in = {F32(2, 600, 13), F32(2, 13, 70)}},
+    {CASE("batch1_k1", "fully_connected", NULL, 3),
+     .in = {F32(2, 1, 1), F32(2, 1, 33), F32(1, 33)}},
     {CASE("known", "fully_connected", NULL, 3),
      .in = {{.rank = 2, .dim = {2, 2}, .values = fc_x},
             {.rank = 2, .dim = {2, 2}, .values = fc_w},
