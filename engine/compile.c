@@ -193,7 +193,7 @@ typedef struct build {
     slim__attr_set opt_attrs;
     bool *needed, *req, *live, *bwd, *node_training;
     int *contrib, *seen;
-    bool plan_only; /* slim_graph_plan: sizes only, no arena, slots or threads */
+    bool plan_only;            /* slim_graph_plan: sizes only, no arena, slots or threads */
     int *deferred, n_deferred; /* clipping: parameters to update after the norm */
     int scale_view;            /* clipping: the view of the gradient scale */
     slim_error *err;
@@ -230,8 +230,8 @@ static slim_status add_update(build *b, int param)
         in[n_in - 1] = (slim_tensor_desc){SLIM_F32, {0}};
     /* infer result stored after the per-node ones */
     slim__infer_result *r = &p->infer[g->n_nodes + param];
-    slim_status st = slim__node_infer(b->opt, &b->opt_attrs, in, n_in, true, p->nth, pa->name, r,
-                                      b->err);
+    slim_status st =
+        slim__node_infer(b->opt, &b->opt_attrs, in, n_in, true, p->nth, pa->name, r, b->err);
     if (st != SLIM_OK)
         return st;
     slim__step *s = new_step(p, SLIM__STEP_UPDATE, -1);
@@ -284,8 +284,7 @@ static slim_status update_op_slots(build *b, float *slot_init)
 {
     const slim_op_desc *d = b->opt;
     int n = d->slots ? d->n_slots : d->min_inputs - 2;
-    if (!(d->flags & SLIM_OP_UPDATE) || n < 0 || d->min_inputs != 2 + n ||
-        d->max_inputs > 3 + n)
+    if (!(d->flags & SLIM_OP_UPDATE) || n < 0 || d->min_inputs != 2 + n || d->max_inputs > 3 + n)
         return slim__error(b->err, SLIM_EINVAL,
                            "'%s' is not an optimizer update op (inputs: param, grad, %d slot%s "
                            "as its descriptor declares, and an optional gradient scale)",
@@ -325,9 +324,9 @@ static slim_status add_clipped_updates(build *b)
         return SLIM_OK;
     int64_t chunks = 0;
     for (int k = 0; k < b->n_deferred; k++)
-        chunks += (slim_shape_numel(&g->tensors[g->params[b->deferred[k]].t].d.shape) +
-                   GNORM_CHUNK - 1) /
-                  GNORM_CHUNK;
+        chunks +=
+            (slim_shape_numel(&g->tensors[g->params[b->deferred[k]].t].d.shape) + GNORM_CHUNK - 1) /
+            GNORM_CHUNK;
     slim__infer_result *r = &p->infer[g->n_nodes + g->n_params];
     gnorm_params *gp = calloc(1, sizeof *gp);
     if (!gp)
@@ -402,11 +401,13 @@ static slim_status compile(build *b)
      * statistics, dropout): useful for statistics passes and conformance */
     bool backward = p->training && g->loss >= 0;
     if (p->training && g->loss < 0 && o->optimizer)
-        return slim__error(err, SLIM_ESTATE, "training with an optimizer needs a loss "
-                                             "(slim_graph_set_loss)");
+        return slim__error(err, SLIM_ESTATE,
+                           "training with an optimizer needs a loss "
+                           "(slim_graph_set_loss)");
     for (int i = 0; backward && i < g->n_params; i++) {
         const slim__param *pa = &g->params[i];
-        b->req[pa->t] = (pa->flags & SLIM_PARAM_TRAINABLE) && in_scopes(pa->name, o->trainable_scopes);
+        b->req[pa->t] =
+            (pa->flags & SLIM_PARAM_TRAINABLE) && in_scopes(pa->name, o->trainable_scopes);
     }
 
     /* 2. re-infer for this mode and thread count */
@@ -460,8 +461,10 @@ static slim_status compile(build *b)
             b->req[nd->out[j]] = r && g->tensors[nd->out[j]].d.dtype == SLIM_F32;
     }
     if (backward && !b->req[g->loss])
-        return slim__error(err, SLIM_ESTATE, "the loss '%s' does not depend on any trainable "
-                           "parameter%s", g->tensors[g->loss].name,
+        return slim__error(err, SLIM_ESTATE,
+                           "the loss '%s' does not depend on any trainable "
+                           "parameter%s",
+                           g->tensors[g->loss].name,
                            o->trainable_scopes ? " within the trainable scopes" : "");
     if (backward) {
         b->live[g->loss] = true;
@@ -521,7 +524,8 @@ static slim_status compile(build *b)
     /* arena buffers for values and gradients */
     for (int t = 0; t < nt; t++) {
         const slim__tinfo *ti = &g->tensors[t];
-        bool used = ti->kind == SLIM__T_INPUT || (ti->kind == SLIM__T_NODE && b->needed[ti->producer]);
+        bool used =
+            ti->kind == SLIM__T_INPUT || (ti->kind == SLIM__T_NODE && b->needed[ti->producer]);
         if (used) {
             p->tbuf[t] = new_buf(p, desc_bytes(&ti->d));
             if (p->tbuf[t] < 0)
@@ -551,7 +555,8 @@ static slim_status compile(build *b)
         s->n_saved = r->n_saved;
         s->node_id = (uint32_t)n;
         s->name = nd->name;
-        int vi = new_views(p, nd->n_in), vo = new_views(p, nd->n_out), vs = new_views(p, r->n_saved);
+        int vi = new_views(p, nd->n_in), vo = new_views(p, nd->n_out),
+            vs = new_views(p, r->n_saved);
         if (vi < -1 || vo < -1 || vs < -1)
             return oom(err);
         s = &p->steps[p->n_steps - 1];
@@ -635,6 +640,8 @@ static slim_status compile(build *b)
         s->v_saved = f->v_saved;
         s->ws_buf = f->ws_buf;
         s->ws_size = f->ws_size;
+        s->reads_in = p->infer[n].bwd_in;
+        s->reads_out = p->infer[n].bwd_out;
         s->node_id = f->node_id;
         s->name = nd->name;
         s->v_dout = vd;
@@ -724,10 +731,11 @@ static void touch(slim_program *p, int buf, int step)
         b->last = step;
 }
 
-static void touch_block(slim_program *p, int v, int n, int step)
+static void touch_block(slim_program *p, int v, int n, int step, uint32_t which)
 {
     for (int i = 0; v >= 0 && i < n; i++)
-        touch(p, p->view_buf[v + i], step);
+        if (i >= 32 || ((which >> i) & 1u))
+            touch(p, p->view_buf[v + i], step);
 }
 
 static int by_size_desc(const void *a, const void *b, void *ctx)
@@ -754,11 +762,14 @@ static slim_status plan(slim_program *p, bool allocate, slim_error *err)
     int last = p->n_steps; /* "after the run": readable by the caller */
     for (int s = 0; s < p->n_steps; s++) {
         const slim__step *st = &p->steps[s];
-        touch_block(p, st->v_in, st->n_in, s);
-        touch_block(p, st->v_out, st->n_out, s);
-        touch_block(p, st->v_saved, st->n_saved, s);
-        touch_block(p, st->v_dout, st->n_out, s);
-        touch_block(p, st->v_din, st->n_in, s);
+        /* a backward step shares its forward step's views of the inputs and
+           outputs, but keeps alive only those its kernel reads */
+        bool bwd = st->kind == SLIM__STEP_BWD;
+        touch_block(p, st->v_in, st->n_in, s, bwd ? st->reads_in : ~0u);
+        touch_block(p, st->v_out, st->n_out, s, bwd ? st->reads_out : ~0u);
+        touch_block(p, st->v_saved, st->n_saved, s, ~0u);
+        touch_block(p, st->v_dout, st->n_out, s, ~0u);
+        touch_block(p, st->v_din, st->n_in, s, ~0u);
         touch(p, st->ws_buf, s);
         if (st->fn == k_global_norm) /* the norm stays readable after the run */
             touch(p, p->view_buf[st->v_out + 1], last);
@@ -885,8 +896,8 @@ static slim_status compile_program(slim_graph *g, const slim_compile_opts *opts,
     p->n_infer = nn + g->n_params + 1; /* nodes, updates, the global norm */
     p->infer = calloc((size_t)p->n_infer + 1, sizeof *p->infer);
     slim_status st = SLIM_OK;
-    if (!b.needed || !b.bwd || !b.node_training || !b.req || !b.live || !b.contrib || !b.seen || !b.deferred || !p->tbuf || !p->gbuf ||
-        !p->infer)
+    if (!b.needed || !b.bwd || !b.node_training || !b.req || !b.live || !b.contrib || !b.seen ||
+        !b.deferred || !p->tbuf || !p->gbuf || !p->infer)
         st = oom(err);
     for (int t = 0; st == SLIM_OK && t < nt; t++)
         p->tbuf[t] = p->gbuf[t] = -1;
@@ -909,7 +920,7 @@ static slim_status compile_program(slim_graph *g, const slim_compile_opts *opts,
     for (int s = 0; st == SLIM_OK && s < p->n_steps; s++) {
         const slim__step *sp = &p->steps[s];
         p->times[s].name = sp->name;
-        p->times[s].op = sp->d                          ? sp->d->name
+        p->times[s].op = sp->d                           ? sp->d->name
                          : sp->kind == SLIM__STEP_ACC    ? "gradient_sum"
                          : sp->kind == SLIM__STEP_UPDATE ? "global_norm"
                                                          : "seed";

@@ -64,6 +64,13 @@ static void set_workspace(slim_infer_ctx *c, size_t bytes)
     p->r->ws_bytes = bytes;
 }
 
+static void set_backward_reads(slim_infer_ctx *c, uint32_t inputs, uint32_t outputs)
+{
+    infer_priv *p = c->priv;
+    p->r->bwd_in = inputs;
+    p->r->bwd_out = outputs;
+}
+
 static slim_status fail(slim_infer_ctx *c, slim_status code, const char *fmt, ...)
 {
     infer_priv *p = c->priv;
@@ -91,6 +98,7 @@ slim_status slim__node_infer(const slim_op_desc *d, const slim__attr_set *attrs,
                            node_name, d->name, d->min_inputs, d->max_inputs, n_in);
     }
     r->n_out = d->n_outputs;
+    r->bwd_in = r->bwd_out = ~0u;
     if (d->params_size) {
         r->params = calloc(1, d->params_size);
         if (!r->params)
@@ -108,6 +116,7 @@ slim_status slim__node_infer(const slim_op_desc *d, const slim__attr_set *attrs,
         .add_saved = add_saved,
         .set_workspace = set_workspace,
         .fail = fail,
+        .set_backward_reads = set_backward_reads,
     };
     slim__attrs_bind(&c);
     slim_status st = d->infer(&c);
@@ -328,9 +337,30 @@ void slim__oprun_backward(slim__oprun *r, void *const *in_data, const float *con
         dt_in[i] = (slim_tensor){SLIM_F32, r->in[i].shape, din[i]};
     c.dout = dt_out;
     c.din = dt_in;
+    /* What the op says its backward does not read (set_backward_reads) is
+     * swapped for NaN, as the memory planner would have handed that memory
+     * to another tensor: a kernel that reads it anyway shows in the results. */
+    void *poison[SLIM_MAX_INPUTS + SLIM__MAX_OUTPUTS] = {0};
+    for (int i = 0; i < r->n_in + r->inf.n_out; i++) {
+        bool is_in = i < r->n_in;
+        slim_tensor *t = is_in ? &in[i] : &out[i - r->n_in];
+        uint32_t reads = is_in ? r->inf.bwd_in : r->inf.bwd_out;
+        int k = is_in ? i : i - r->n_in;
+        if (k < 32 && ((reads >> k) & 1u))
+            continue;
+        if (!t->data || (is_in && ((r->d->mutates_inputs >> k) & 1u)))
+            continue;
+        size_t bytes = (size_t)slim_shape_numel(&t->shape) * slim_dtype_size(t->dtype);
+        poison[i] = malloc(bytes + 64);
+        if (!poison[i])
+            continue;
+        memset(poison[i], 0xff, bytes + 64); /* f32: NaN; integers: -1 */
+        t->data = poison[i];
+    }
     bool is_ref;
     slim_kernel_fn fn = slim__pick_kernel(r->d, true, ref, &is_ref);
-    if (!fn)
-        return;
-    slim__run_kernel(r->pool, fn, is_ref, &c);
+    if (fn)
+        slim__run_kernel(r->pool, fn, is_ref, &c);
+    for (int i = 0; i < r->n_in + r->inf.n_out; i++)
+        free(poison[i]);
 }

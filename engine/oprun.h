@@ -14,7 +14,8 @@ typedef struct slim__infer_result {
     slim_tensor_desc out[SLIM__MAX_OUTPUTS];
     slim_tensor_desc saved[SLIM__MAX_SAVED];
     size_t ws_bytes;
-    void *params; /* desc->params_size bytes, malloc'd (NULL when 0) */
+    uint32_t bwd_in, bwd_out; /* what backward reads (set_backward_reads); all by default */
+    void *params;             /* desc->params_size bytes, malloc'd (NULL when 0) */
 } slim__infer_result;
 
 /* Check arity, run the op's infer, check what it declared. Errors are

@@ -15,17 +15,18 @@ typedef enum {
 
 typedef struct slim__step {
     slim__step_kind kind;
-    int node;     /* graph node, or -1 */
-    int param;    /* update steps: graph param index; else -1 */
+    int node;  /* graph node, or -1 */
+    int param; /* update steps: graph param index; else -1 */
     const slim_op_desc *d;
     const void *params;
     slim_kernel_fn fn;
-    bool single;  /* reference kernel: thread 0 only */
+    bool single;   /* reference kernel: thread 0 only */
     bool training; /* the mode its kernels run in (frozen batch norm: false) */
     int n_in, n_out, n_saved;
     int v_in, v_out, v_saved, v_dout, v_din; /* first view of each block, -1 = none */
-    int ws_buf;   /* arena buffer, -1 = none */
+    int ws_buf;                              /* arena buffer, -1 = none */
     size_t ws_size;
+    uint32_t reads_in, reads_out; /* backward: the forward inputs/outputs its kernel reads */
     float lr_mult;
     uint32_t node_id;
     const char *name;
@@ -56,8 +57,8 @@ struct slim_program {
     uint8_t *arena;
     size_t arena_bytes, naive_bytes;
 
-    int *tbuf;  /* per graph tensor: its arena buffer or -1 */
-    int *gbuf;  /* per graph tensor: its gradient buffer or -1 */
+    int *tbuf; /* per graph tensor: its arena buffer or -1 */
+    int *gbuf; /* per graph tensor: its gradient buffer or -1 */
     int n_infer;
     slim__infer_result *infer; /* per graph node + per update step (params blobs) */
 
@@ -74,7 +75,7 @@ struct slim_program {
     struct slim__binding {
         slim_tid t;
         const void *data;
-    } *bound;
+    } * bound;
     int n_bound;
 };
 

@@ -54,6 +54,22 @@ static slim_status infer_alpha(slim_infer_ctx *c)
     return infer_unary(c);
 }
 
+/* relu, relu6, sigmoid, tanh: backward reads y alone, so x can go after forward */
+static slim_status infer_reads_y(slim_infer_ctx *c)
+{
+    slim_status st = infer_unary(c);
+    c->set_backward_reads(c, 0, 1);
+    return st;
+}
+
+/* leaky_relu: backward reads x alone */
+static slim_status infer_leaky(slim_infer_ctx *c)
+{
+    slim_status st = infer_alpha(c);
+    c->set_backward_reads(c, 1, 0);
+    return st;
+}
+
 /* This thread's share [lo, hi) of the elements of tensor t. */
 static void share(const slim_kernel_ctx *c, const slim_tensor *t, int64_t *lo, int64_t *hi)
 {
@@ -119,7 +135,7 @@ const slim_op_desc slim__op_relu = {
     .max_inputs = 1,
     .n_outputs = 1,
     .params_size = sizeof(act_params),
-    .infer = infer_unary,
+    .infer = infer_reads_y,
     .forward = relu_forward,
     .backward = relu_backward,
     .forward_ref = relu_forward_ref,
@@ -174,7 +190,7 @@ const slim_op_desc slim__op_relu6 = {
     .max_inputs = 1,
     .n_outputs = 1,
     .params_size = sizeof(act_params),
-    .infer = infer_unary,
+    .infer = infer_reads_y,
     .forward = relu6_forward,
     .backward = relu6_backward,
     .forward_ref = relu6_forward_ref,
@@ -237,7 +253,7 @@ const slim_op_desc slim__op_leaky_relu = {
     .attrs = leaky_relu_attrs,
     .n_attrs = 1,
     .params_size = sizeof(act_params),
-    .infer = infer_alpha,
+    .infer = infer_leaky,
     .forward = leaky_relu_forward,
     .backward = leaky_relu_backward,
     .forward_ref = leaky_relu_forward_ref,
@@ -354,7 +370,7 @@ const slim_op_desc slim__op_sigmoid = {
     .max_inputs = 1,
     .n_outputs = 1,
     .params_size = sizeof(act_params),
-    .infer = infer_unary,
+    .infer = infer_reads_y,
     .forward = sigmoid_forward,
     .backward = sigmoid_backward,
     .forward_ref = sigmoid_forward_ref,
@@ -401,7 +417,7 @@ const slim_op_desc slim__op_tanh = {
     .max_inputs = 1,
     .n_outputs = 1,
     .params_size = sizeof(act_params),
-    .infer = infer_unary,
+    .infer = infer_reads_y,
     .forward = tanh_forward,
     .backward = tanh_backward,
     .forward_ref = tanh_forward_ref,

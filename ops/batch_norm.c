@@ -145,6 +145,8 @@ static slim_status bn_infer(slim_infer_ctx *c)
     p->var_unbiased = c->attr_bool(c, "moving_var_unbiased");
     const char *act = c->attr_str(c, "activation");
     p->act = !strcmp(act, "relu") ? ACT_RELU : !strcmp(act, "relu6") ? ACT_RELU6 : ACT_NONE;
+    /* backward reads x and the parameters, and y only for the activation's mask */
+    c->set_backward_reads(c, ~0u, p->act != ACT_NONE ? 1u : 0u);
     if (p->batch_stats && p->rows == 0)
         return c->fail(c, SLIM_ESHAPE, "x %s has no elements to take batch statistics over",
                        slim_shape_str(xs, b1, sizeof b1));

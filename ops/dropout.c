@@ -34,6 +34,7 @@ typedef struct dropout_params {
 
 static slim_status dropout_infer(slim_infer_ctx *c)
 {
+    c->set_backward_reads(c, 0, 0); /* backward: the mask is recomputed from the seed */
     dropout_params *p = c->params;
     const slim_tensor_desc *x = &c->inputs[0];
     if (x->dtype != SLIM_F32)

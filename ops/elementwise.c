@@ -338,11 +338,13 @@ static slim_status binary_infer(slim_infer_ctx *c, bool mul)
 
 static slim_status add_infer(slim_infer_ctx *c)
 {
+    c->set_backward_reads(c, 0, 0); /* dx = dy (reduced where broadcast) */
     return binary_infer(c, false);
 }
 
 static slim_status multiply_infer(slim_infer_ctx *c)
 {
+    c->set_backward_reads(c, ~0u, 0); /* dx = dy * the other input */
     return binary_infer(c, true);
 }
 
@@ -460,6 +462,7 @@ typedef struct bias_params {
 static slim_status bias_add_infer(slim_infer_ctx *c)
 {
     bias_params *p = c->params;
+    c->set_backward_reads(c, 0, 0); /* dx = dy, db = its sums */
     const slim_tensor_desc *x = &c->inputs[0], *b = &c->inputs[1];
     if (x->dtype != SLIM_F32 || b->dtype != SLIM_F32)
         return c->fail(c, SLIM_ETYPE, "x and b must be f32 (got %s and %s)", dtype_name(x->dtype),

@@ -147,11 +147,13 @@ static slim_status pool_infer(slim_infer_ctx *c, bool is_max)
 
 static slim_status max_pool_infer(slim_infer_ctx *c)
 {
+    c->set_backward_reads(c, 1, 0); /* backward: the argmax is recomputed from x */
     return pool_infer(c, true);
 }
 
 static slim_status avg_pool_infer(slim_infer_ctx *c)
 {
+    c->set_backward_reads(c, 0, 0); /* backward: dy spread over each window */
     return pool_infer(c, false);
 }
 
@@ -489,6 +491,7 @@ static void avg_pool_backward(const slim_kernel_ctx *c)
 
 static slim_status global_avg_pool_infer(slim_infer_ctx *c)
 {
+    c->set_backward_reads(c, 0, 0); /* backward: dy spread over the image */
     pool_params *p = c->params;
     slim_status st = check_x(c);
     if (st)

@@ -73,6 +73,7 @@ typedef struct concat_params {
 
 static slim_status concat_infer(slim_infer_ctx *c)
 {
+    c->set_backward_reads(c, 0, 0); /* backward: copies of dy */
     concat_params *p = c->params;
     const slim_tensor_desc *x0 = &c->inputs[0];
     int rank = x0->shape.rank;
@@ -281,6 +282,7 @@ static int pad_preimage(const pad_params *p, int d, int64_t q, int64_t *lo, int6
 
 static slim_status pad_infer(slim_infer_ctx *c)
 {
+    c->set_backward_reads(c, 0, 0); /* backward: a crop of dy */
     pad_params *p = c->params;
     const slim_tensor_desc *x = &c->inputs[0];
     const int64_t *pads;
@@ -521,6 +523,7 @@ static void copy_backward(const slim_kernel_ctx *c)
 
 static slim_status reshape_infer(slim_infer_ctx *c)
 {
+    c->set_backward_reads(c, 0, 0); /* backward: dy reshaped */
     const slim_shape *in = &c->inputs[0].shape;
     const int64_t *v;
     int n = c->attr_ints(c, "shape", &v);
@@ -600,6 +603,7 @@ const slim_op_desc slim__op_reshape = {
 
 static slim_status flatten_infer(slim_infer_ctx *c)
 {
+    c->set_backward_reads(c, 0, 0); /* backward: dy reshaped */
     const slim_shape *in = &c->inputs[0].shape;
     int64_t axis = c->attr_int(c, "axis");
     if (axis < -in->rank || axis > in->rank) {
@@ -642,6 +646,7 @@ const slim_op_desc slim__op_flatten = {
 
 static slim_status squeeze_infer(slim_infer_ctx *c)
 {
+    c->set_backward_reads(c, 0, 0); /* backward: dy reshaped */
     const slim_shape *in = &c->inputs[0].shape;
     const int64_t *axes;
     int n = c->attr_ints(c, "axes", &axes);

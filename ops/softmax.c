@@ -71,11 +71,13 @@ static slim_status infer_common(slim_infer_ctx *c, bool log)
 
 static slim_status softmax_infer(slim_infer_ctx *c)
 {
+    c->set_backward_reads(c, 0, 1); /* backward: from y alone */
     return infer_common(c, false);
 }
 
 static slim_status log_softmax_infer(slim_infer_ctx *c)
 {
+    c->set_backward_reads(c, 0, 1); /* backward: from y alone */
     return infer_common(c, true);
 }
 

@@ -25,7 +25,9 @@ extern "C" {
 
 /* The ABI version: major changes break plugins, minor ones only append. */
 #define SLIM_ABI_MAJOR 1
-#define SLIM_ABI_MINOR 1 /* 1.1: slim_op_desc.slots, n_slots (update ops' slots) */
+#define SLIM_ABI_MINOR                                                                             \
+    2 /* 1.1: slim_op_desc.slots, n_slots (update ops' slots);                                     \
+         1.2: slim_infer_ctx.set_backward_reads */
 
 #if defined(__GNUC__)
 #define SLIM_EXPORT __attribute__((visibility("default")))
@@ -133,8 +135,8 @@ static inline const char *slim_shape_str(const slim_shape *s, char *buf, size_t 
 {
     size_t len = (size_t)snprintf(buf, size, "(");
     for (int i = 0; i < s->rank && len < size; i++)
-        len += (size_t)snprintf(buf + len, size - len, "%s%lld", i ? "," : "",
-                                (long long)s->dim[i]);
+        len +=
+            (size_t)snprintf(buf + len, size - len, "%s%lld", i ? "," : "", (long long)s->dim[i]);
     if (len < size)
         snprintf(buf + len, size - len, ")");
     return buf;
@@ -205,6 +207,12 @@ struct slim_infer_ctx {
     /* Report an error: returns code. The engine prefixes the node and op name. */
     slim_status (*fail)(slim_infer_ctx *c, slim_status code, const char *fmt, ...)
         SLIM_PRINTF(3, 4);
+    /* Since ABI 1.2. Which forward inputs and outputs (bit i = input or
+     * output i) the backward kernel reads; not calling it means all of them.
+     * The memory planner releases the others once forward is done with them
+     * (an add keeps neither, relu only its output), so a backward kernel must
+     * not read what it leaves out: the op harness fills those with NaN. */
+    void (*set_backward_reads)(slim_infer_ctx *c, uint32_t inputs, uint32_t outputs);
 };
 
 /* ---- kernels: run time ------------------------------------------------- */
@@ -228,10 +236,10 @@ struct slim_kernel_ctx {
     void *ws;
     size_t ws_size;
     bool training;
-    uint64_t seed;  /* run seed: randomness = f(seed, node_id, step, element) */
-    int64_t step;   /* global step */
+    uint64_t seed; /* run seed: randomness = f(seed, node_id, step, element) */
+    int64_t step;  /* global step */
     uint32_t node_id;
-    float lr;       /* learning rate (update ops) */
+    float lr; /* learning rate (update ops) */
     const slim_host *host;
     void (*sync)(const slim_kernel_ctx *c);
     void *priv; /* the engine's */

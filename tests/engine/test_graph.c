@@ -367,11 +367,45 @@ static void many_names(void)
     slim_graph_free(g);
 }
 
+/* A chain of adds, each output feeding the next add only: add's backward
+ * reads neither its inputs nor its output (set_backward_reads), so each sum
+ * can go as soon as the next one is made, and the arena holds a few tensors,
+ * not one per add. */
+static void backward_reads(void)
+{
+    enum { K = 16, ROWS = 64, COLS = 1024 };
+    slim_graph *g;
+    CHECK(slim_graph_new(reg, &g, &err));
+    slim_tid x;
+    CHECK(slim_graph_input(g, "x", SLIM_F32, &(slim_shape){2, {ROWS, COLS}}, &x, &err));
+    slim_tid prev = x;
+    char nm[32];
+    for (int i = 0; i < K; i++) {
+        snprintf(nm, sizeof nm, "p%d", i);
+        slim_tid p = param(g, nm, 1, (int64_t[]){COLS}, SLIM_INIT_ZEROS, 0,
+                           SLIM_PARAM_TRAINABLE); /* broadcast over the rows */
+        snprintf(nm, sizeof nm, "add%d", i);
+        prev = add1(g, "add", nm, (slim_tid[]){prev, p}, 2, NULL);
+    }
+    slim_tid loss = add1(g, "l2_loss", "loss", &prev, 1, NULL);
+    CHECK(slim_graph_set_loss(g, loss, &err));
+    slim_program_stats st;
+    CHECK(slim_graph_plan(g, &(slim_compile_opts){.training = true, .optimizer = "sgd_update"}, &st,
+                          &err));
+    size_t tensor = (size_t)ROWS * COLS * sizeof(float);
+    harness_ok(st.arena_bytes <= 6 * tensor,
+               "a chain of %d adds trains in an arena of %.1f tensors (at most 6; one buffer "
+               "per tensor: %.1f)",
+               K, (double)st.arena_bytes / (double)tensor, (double)st.naive_bytes / (double)tensor);
+    slim_graph_free(g);
+}
+
 int main(void)
 {
     CHECK(slim_registry_new(&reg, &err));
     errors();
     many_names();
+    backward_reads();
     gradcheck();
     frozen_batch_norm();
 
