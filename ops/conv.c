@@ -240,6 +240,7 @@ static int64_t tile_rows(const conv_geom *q, int64_t M, int nth)
 
 static slim_status conv_infer(slim_infer_ctx *c)
 {
+    c->set_backward_reads(c, ~0u, 0); /* backward: x and w, never y */
     conv_params *p = c->params;
     const slim_tensor_desc *x = &c->inputs[0], *w = &c->inputs[1];
     char xs[96], ws[96], bs[96];

@@ -220,6 +220,7 @@ static size_t fc_bwd_floats(const fc_params *p)
 
 static slim_status fc_infer(slim_infer_ctx *c)
 {
+    c->set_backward_reads(c, ~0u, 0); /* backward: x and w, never y */
     fc_params *p = c->params;
     const slim_shape *xs = &c->inputs[0].shape, *ws = &c->inputs[1].shape;
     char b1[96], b2[96];
@@ -533,6 +534,7 @@ static const slim_attr_spec matmul_attrs[] = {
 
 static slim_status matmul_infer(slim_infer_ctx *c)
 {
+    c->set_backward_reads(c, ~0u, 0); /* backward: x and w, never y */
     matmul_params *p = c->params;
     const slim_shape *as = &c->inputs[0].shape, *bs = &c->inputs[1].shape;
     char b1[96], b2[96];
