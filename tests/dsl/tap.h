@@ -5,6 +5,7 @@
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <string.h>
 
 static int tap_n, tap_failed;
 
@@ -30,6 +31,16 @@ __attribute__((format(printf, 1, 2), unused)) static void tap_diag(const char *f
     vprintf(fmt, ap);
     printf("\n");
     va_end(ap);
+}
+
+/* Whether a case named `name` runs: all of them without arguments, else those
+ * named on the command line. */
+__attribute__((unused)) static bool tap_selected(int argc, char **argv, const char *name)
+{
+    bool want = argc < 2;
+    for (int k = 1; k < argc; k++)
+        want |= !strcmp(argv[k], name);
+    return want;
 }
 
 __attribute__((unused)) static int tap_done(void)

@@ -240,13 +240,9 @@ int main(int argc, char **argv)
         printf("Bail out! %s\n", err.msg);
         return 1;
     }
-    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
-        bool want = argc < 2;
-        for (int k = 1; k < argc; k++)
-            want |= !strcmp(argv[k], cases[i].name);
-        if (want)
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
+        if (tap_selected(argc, argv, cases[i].name))
             check(reg, &cases[i]);
-    }
     slim_registry_free(reg);
     return tap_done();
 }

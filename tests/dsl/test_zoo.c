@@ -184,10 +184,7 @@ int main(int argc, char **argv)
     }
     /* optional: only the models named on the command line */
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
-        bool want = argc < 2;
-        for (int k = 1; k < argc; k++)
-            want |= !strcmp(argv[k], cases[i].name);
-        if (!want)
+        if (!tap_selected(argc, argv, cases[i].name))
             continue;
         counts(reg, &cases[i]);
         if (cases[i].image_size)
