@@ -208,6 +208,9 @@ struct slim__oprun {
     void *out[SLIM__MAX_OUTPUTS];
     void *saved[SLIM__MAX_SAVED];
     void *ws;
+    /* NaN stand-ins for what backward does not read, made once and kept (a
+     * buffer per call would time page faults in the benchmarks) */
+    void *poison[SLIM_MAX_INPUTS + SLIM__MAX_OUTPUTS];
 };
 
 static size_t desc_bytes(const slim_tensor_desc *t)
@@ -261,6 +264,8 @@ void slim__oprun_free(slim__oprun *r)
         free(r->out[i]);
     for (int i = 0; i < SLIM__MAX_SAVED; i++)
         free(r->saved[i]);
+    for (int i = 0; i < SLIM_MAX_INPUTS + SLIM__MAX_OUTPUTS; i++)
+        free(r->poison[i]);
     free(r->ws);
     slim__pool_free(r->pool);
     slim__infer_result_fini(&r->inf);
@@ -340,7 +345,7 @@ void slim__oprun_backward(slim__oprun *r, void *const *in_data, const float *con
     /* What the op says its backward does not read (set_backward_reads) is
      * swapped for NaN, as the memory planner would have handed that memory
      * to another tensor: a kernel that reads it anyway shows in the results. */
-    void *poison[SLIM_MAX_INPUTS + SLIM__MAX_OUTPUTS] = {0};
+    void **poison = r->poison; /* kernels only read them: poisoned once */
     for (int i = 0; i < r->n_in + r->inf.n_out; i++) {
         bool is_in = i < r->n_in;
         slim_tensor *t = is_in ? &in[i] : &out[i - r->n_in];
@@ -351,16 +356,16 @@ void slim__oprun_backward(slim__oprun *r, void *const *in_data, const float *con
         if (!t->data || (is_in && ((r->d->mutates_inputs >> k) & 1u)))
             continue;
         size_t bytes = (size_t)slim_shape_numel(&t->shape) * slim_dtype_size(t->dtype);
-        poison[i] = malloc(bytes + 64);
-        if (!poison[i])
-            continue;
-        memset(poison[i], 0xff, bytes + 64); /* f32: NaN; integers: -1 */
+        if (!poison[i]) {
+            poison[i] = malloc(bytes + 64);
+            if (!poison[i])
+                continue;
+            memset(poison[i], 0xff, bytes + 64); /* f32: NaN; integers: -1 */
+        }
         t->data = poison[i];
     }
     bool is_ref;
     slim_kernel_fn fn = slim__pick_kernel(r->d, true, ref, &is_ref);
     if (fn)
         slim__run_kernel(r->pool, fn, is_ref, &c);
-    for (int i = 0; i < r->n_in + r->inf.n_out; i++)
-        free(poison[i]);
 }

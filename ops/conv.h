@@ -1,0 +1,95 @@
+/*
+ * ops/conv.h - what ops/conv.c (descriptor, infer, reference and depthwise
+ * kernels) and ops/conv_gemm.c (the GEMM paths) share: the geometry, the
+ * parameters infer fills, and the functions one calls in the other.
+ */
+#ifndef SLIM_OPS_CONV_H
+#define SLIM_OPS_CONV_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <slim/op.h>
+
+enum { CONV_GEMM, CONV_POINTWISE, CONV_DEPTHWISE };
+
+/* A forward-shaped convolution out = conv(in, filter): the forward pass, and
+ * for stride 1 the data gradient (in = dy, out = dx). */
+typedef struct conv_geom {
+    int64_t N, H, W, C;     /* in: (N,H,W,C) */
+    int64_t KH, KW, O;      /* filter taps, output channels */
+    int64_t OH, OW;         /* out: (N,OH,OW,O) */
+    int64_t SH, SW, DH, DW; /* strides, dilations */
+    int64_t PT, PL;         /* top and left padding (negative: cropping) */
+    int64_t G, Cg, Og;      /* groups and channels per group */
+    int64_t K;              /* GEMM depth: KH*KW*Cg */
+    int64_t T;              /* output rows per im2col tile (a multiple of MR but on small M) */
+    bool pointwise;         /* 1x1, stride 1, no padding: in is the A matrix */
+} conv_geom;
+
+/* Everything the kernels need, filled by infer. */
+typedef struct conv_params {
+    conv_geom f; /* y = conv(x, w) */
+    conv_geom t; /* dx = conv(dy, w flipped and transposed), when dx_gather */
+    int kind;
+    bool dx_gather; /* dx as a convolution of dy instead of GEMM + col2im */
+    bool dw_ksplit; /* dW split by K rows between threads instead of partial sums */
+    bool has_bias;
+} conv_params;
+
+/* Tiles: at most TILE_ROWS output rows, about TILE_FLOATS floats of im2col. */
+#define TILE_ROWS 240
+#define TILE_FLOATS 65536
+/* Depth chunk of the forward-shaped products: the chunk of a B panel (16 or 32 KB) stays in L1. */
+#define KCHUNK 256
+/* conv_rows_direct: filter rows of at least this many floats, at most this many rows. */
+#define DIRECT_MIN_RUN 96
+#define DIRECT_MAX_KH 16
+
+/* ---- shared helpers ------------------------------------------------------ */
+
+static inline int64_t min64(int64_t a, int64_t b)
+{
+    return a < b ? a : b;
+}
+
+static inline int64_t max64(int64_t a, int64_t b)
+{
+    return a > b ? a : b;
+}
+
+/* Round a float count up to 16 (64 bytes) so per-thread slices do not share cache lines. */
+static inline size_t round16(size_t n)
+{
+    return (n + 15) & ~(size_t)15;
+}
+
+/* ---- ops/conv_gemm.c -------------------------------------------------------- */
+
+/* Floats of the packed filter that all threads share, at the workspace's start. */
+size_t slim__conv_shared_floats(const conv_params *p, bool backward);
+/* Floats one of nw workers needs after the shared part (0 = none). */
+size_t slim__conv_ws_floats(const conv_params *p, int64_t nw, bool backward);
+/* Rows per im2col tile of q for M output rows at nth threads. */
+int64_t slim__conv_tile_rows(const conv_geom *q, int64_t M, int nth);
+/* The largest worker count <= nth whose slices fit the workspace after the
+ * shared packed filter (0: none fits). */
+int slim__conv_workers(const slim_kernel_ctx *c, bool backward);
+void slim__conv_gemm_forward(const slim_kernel_ctx *c);
+void slim__conv_gemm_backward(const slim_kernel_ctx *c);
+
+/* ---- ops/conv.c ------------------------------------------------------------- */
+
+void slim__conv_forward_ref(const slim_kernel_ctx *c);
+void slim__conv_backward_ref(const slim_kernel_ctx *c);
+/* acc[o] += sum of dy rows [r0, r1) (dy: (rows, O)). */
+void slim__conv_col_sums(const float *dy, int64_t r0, int64_t r1, int64_t O, float *acc);
+/* dst[i] += sum over workers t = 1..nw-1 of part_t[i], for this thread's share
+ * of [0, n); part_t = ws + t*stride + off. Fixed order, so deterministic. */
+void slim__conv_reduce_parts(const slim_kernel_ctx *c, float *dst, const float *ws, size_t stride,
+                             size_t off, int nw, int64_t n);
+/* Zero a gradient output in parallel (dout was NULL: the gradient is zero). */
+void slim__conv_zero_split(const slim_kernel_ctx *c, float *d, int64_t n);
+
+#endif /* SLIM_OPS_CONV_H */

@@ -1,0 +1,669 @@
+/*
+ * ops/conv_gemm.c - the GEMM paths of conv2d (POINTWISE and GEMM kinds, see
+ * ops/conv.c): workspace layout, filter packing, im2col/col2im and the
+ * drivers of the micro-kernels in ops/conv_ukr.h.
+ *
+ * All GEMM paths fold the batch into M: the rows are the N*OH*OW output pixels,
+ * so a tile may span images and small feature maps still make big GEMMs.
+ * Tiling (instead of one materialized im2col buffer) keeps the columns in
+ * cache and bounds the workspace to nth * T * K floats. Without groups and
+ * dilation the KW taps of a filter row are one contiguous run of x (KW*C
+ * floats): im2col copies it at once (7x7x3 stems copy 84 bytes, not 12), and
+ * when it is long (>= 96 floats) the forward-shaped products skip im2col and
+ * read the runs where they lie, one filter row per micro-kernel call (5-10%
+ * faster on 3x3x64 layers).
+ *
+ * The products run on two register-blocked micro-kernels (ops/conv_ukr.h: a
+ * 6 x 16 block of C with AVX2+FMA, 6 x 32 with AVX-512) that read A and B
+ * where they lie (im2col tile, x, dy) and take only the filter packed into
+ * NR-column panels, once per call and shared by the threads. BLIS, called
+ * per tile, reached 35-77 GFLOP/s on one core on the bench/conv_bench layers
+ * (37-52 for backward-data) and was erratic with the tile size: it packs the
+ * filter again on every call and takes its small/skinny path on these shapes.
+ *
+ * Backward:
+ *   dW_g += col^T (K x T) * dY (T x Og)  per tile and group -> per-thread partial dW
+ *   dx, stride 1 with Cg >= 16 (or 1x1): a forward convolution of dY with the
+ *        filter flipped in space and transposed (in <-> out channels): every
+ *        thread writes its own dx rows, no scatter, no zeroing.
+ *   dx, otherwise: dcol = dY (T x Og) * W_g^T (Og x K), col2im scatter-add.
+ * When the GEMM has fewer rows than depth (M < K: small late feature maps,
+ * VGG's 7x7x512x4096 fc6) per-thread partial dW would cost more than the
+ * product itself, so dW is split by its K rows instead: each thread builds
+ * only its columns of im2col for all rows and owns its dW rows outright.
+ * In the scatter path threads never write the same dx element: whole images
+ * go to one thread; when N is not a multiple of the workers, the remaining
+ * images are cut into bands of output rows, each scattered into the thread's
+ * own band buffer and summed into dx afterwards by disjoint dx rows. Partial
+ * dW/db sums are reduced in a fixed order, so results are bit-identical for a
+ * given nth.
+ */
+#include <string.h>
+
+#include "ops/conv.h"
+#include "ops/conv_ukr.h"
+
+/* ---- workspace ------------------------------------------------------------ */
+
+/* Whether conv_rows reads the filter rows' runs of in where they lie instead
+ * of copying them into an im2col tile: without groups and dilation, with runs
+ * long enough that a micro-kernel call per filter row costs less than the copy. */
+static bool direct_rows(const conv_geom *q)
+{
+    return !q->pointwise && q->G == 1 && q->DW == 1 && q->KW * q->C >= DIRECT_MIN_RUN &&
+           q->KH <= DIRECT_MAX_KH;
+}
+
+/* Floats of one worker's im2col tile for conv_rows over q: T rows of K, or
+ * for the direct path its (1 + MR*KH) runs of KW*C (zeros and the border
+ * copies), which is more when the tile is only MR rows (tiny images). */
+static size_t rows_tile_floats(const conv_geom *q)
+{
+    size_t tile = round16((size_t)(q->T * q->K));
+    if (direct_rows(q)) {
+        size_t runs = (size_t)(1 + MR * q->KH) * round16((size_t)(q->KW * q->C));
+        if (runs > tile)
+            tile = runs;
+    }
+    return tile;
+}
+
+/* How the filter is packed for a product: PACK_W B(k, o) = w[k, o] for the
+ * forward; PACK_WT B(o, k) = w[k, o] for dcol = dY W^T; PACK_WFLIP
+ * B((tap, o), c) = w[KH*KW-1-tap, c, o] for dx = conv(dY, flip(w)^T). */
+enum { PACK_W, PACK_WT, PACK_WFLIP };
+
+/* Depth (rows) and NR-column panels per group of a packed filter. */
+static void pack_dims(const conv_params *p, int mode, int64_t *depth, int64_t *panels)
+{
+    const conv_geom *f = &p->f;
+    int64_t cols = mode == PACK_W ? f->Og : mode == PACK_WT ? f->K : f->Cg;
+    *depth = mode == PACK_W ? f->K : mode == PACK_WT ? f->Og : f->KH * f->KW * f->Og;
+    *panels = (cols + NR - 1) / NR;
+}
+
+static int bwd_pack_mode(const conv_params *p)
+{
+    return p->dx_gather ? PACK_WFLIP : PACK_WT;
+}
+
+/* Floats of the packed filter that all threads share, at the workspace's start. */
+size_t slim__conv_shared_floats(const conv_params *p, bool backward)
+{
+    if (p->kind == CONV_DEPTHWISE)
+        return 0;
+    int64_t depth, panels;
+    pack_dims(p, backward ? bwd_pack_mode(p) : PACK_W, &depth, &panels);
+    return round16((size_t)(p->f.G * panels * depth * NR));
+}
+
+/* One backward worker's slice of the workspace (offsets in floats). */
+typedef struct bwd_slice {
+    size_t col, dcol, dw, db, band, total;
+} bwd_slice;
+
+static bwd_slice bwd_layout(const conv_params *p, int64_t nw)
+{
+    const conv_geom *f = &p->f, *t = &p->t;
+    bool scatter = p->kind == CONV_GEMM && !p->dx_gather;
+    size_t col = p->kind == CONV_GEMM ? round16((size_t)(f->T * f->K)) : 0;
+    if (p->dx_gather && !t->pointwise && rows_tile_floats(t) > col)
+        col = rows_tile_floats(t); /* dx and dW phases take turns */
+    bwd_slice s = {.col = 0, .dcol = col};
+    s.dw = s.dcol + (scatter ? round16((size_t)(f->T * f->K)) : 0);
+    s.db = s.dw + (p->dw_ksplit ? 0 : round16((size_t)(f->K * f->O)));
+    s.band = s.db + round16((size_t)f->O);
+    s.total = s.band;
+    if (scatter && f->N % nw != 0) {
+        /* a band of output rows of one image and the input rows it touches */
+        int64_t band = (f->OH + nw - 1) / nw;
+        int64_t rows = min64(f->H, (band - 1) * f->SH + (f->KH - 1) * f->DH + 1);
+        s.total += round16((size_t)(rows * f->W * f->C));
+    }
+    return s;
+}
+
+/* Floats one of nw workers needs after the shared part (0 = none). */
+size_t slim__conv_ws_floats(const conv_params *p, int64_t nw, bool backward)
+{
+    const conv_geom *f = &p->f;
+    if (p->kind == CONV_DEPTHWISE)
+        return backward ? round16((size_t)(f->KH * f->KW * f->C)) + round16((size_t)f->O) : 0;
+    if (!backward)
+        return p->kind == CONV_GEMM ? rows_tile_floats(f) : 0;
+    return bwd_layout(p, nw).total;
+}
+
+/* Rows per im2col tile: about 64K floats (the micro-kernels stream MR rows of
+ * it, or for dW MR columns of all its rows, from L1/L2) within [48, 240] rows
+ * and a multiple of MR, but at least one tile per thread on small problems. */
+int64_t slim__conv_tile_rows(const conv_geom *q, int64_t M, int nth)
+{
+    int64_t T = q->pointwise ? TILE_ROWS : min64(TILE_ROWS, max64(48, TILE_FLOATS / q->K));
+    T = min64(T, (M + nth - 1) / nth);
+    T = (T + MR - 1) / MR * MR;
+    return max64(T, MR);
+}
+
+/* ---- packing the filter ----------------------------------------------------- */
+
+/* Panel pn of group g of the filter w (KH,KW,Cg,O), packed as pack_dims says. */
+static void pack_panel(const conv_params *p, int mode, const float *w, int64_t g, int64_t pn,
+                       float *dst)
+{
+    const conv_geom *f = &p->f;
+    const int64_t O = f->O, j0 = pn * NR, taps = f->KH * f->KW;
+    int64_t depth, panels;
+    pack_dims(p, mode, &depth, &panels);
+    int64_t nj = min64(NR, (mode == PACK_W ? f->Og : mode == PACK_WT ? f->K : f->Cg) - j0);
+    w += g * f->Og;
+    for (int64_t l = 0; l < depth; l++, dst += NR) {
+        const float *src;
+        int64_t js;
+        if (mode == PACK_W) {
+            src = w + l * O + j0; /* B(k = l, o = j0 + j) */
+            js = 1;
+        } else if (mode == PACK_WT) {
+            src = w + j0 * O + l; /* B(o = l, k = j0 + j) */
+            js = O;
+        } else {
+            int64_t tap = taps - 1 - l / f->Og, o = l % f->Og; /* B((tap', o), c = j0 + j) */
+            src = w + (tap * f->Cg + j0) * O + o;
+            js = O;
+        }
+        for (int64_t j = 0; j < nj; j++)
+            dst[j] = src[j * js];
+        for (int64_t j = nj; j < NR; j++)
+            dst[j] = 0.0f;
+    }
+}
+
+/* All threads pack the panels of every group into dst, then meet. */
+static void pack_filter(const slim_kernel_ctx *c, int mode, float *dst)
+{
+    const conv_params *p = c->params;
+    int64_t depth, panels, lo, hi;
+    pack_dims(p, mode, &depth, &panels);
+    slim_split(p->f.G * panels, c->ith, c->nth, &lo, &hi);
+    for (int64_t i = lo; i < hi; i++)
+        pack_panel(p, mode, c->in[1].data, i / panels, i % panels, dst + i * depth * NR);
+    c->sync(c);
+}
+
+/* ---- fast kernels: common pieces ------------------------------------------ */
+
+/* The largest worker count <= nth whose slices fit the workspace after the
+ * shared packed filter (0: none fits). */
+int slim__conv_workers(const slim_kernel_ctx *c, bool backward)
+{
+    const conv_params *p = c->params;
+    size_t shared = slim__conv_shared_floats(p, backward);
+    for (int nw = c->nth; nw >= 1; nw--) {
+        size_t per = slim__conv_ws_floats(p, nw, backward);
+        if (per == 0 && shared == 0)
+            return c->nth;
+        if ((shared + per * (size_t)nw) * sizeof(float) <= c->ws_size)
+            return nw;
+    }
+    return 0;
+}
+
+/* Taps [*a, *b) of a filter row that fall inside the image for a window
+ * starting at column iw0 (dilation 1). */
+static void run_bounds(const conv_geom *q, int64_t iw0, int64_t *a, int64_t *b)
+{
+    *a = min64(q->KW, max64(0, -iw0));
+    *b = max64(*a, min64(q->KW, q->W - iw0));
+}
+
+/* col (rn, k1-k0): columns [k0, k1) of the receptive fields of output rows
+ * [r0, r0+rn) of q for group g; a column is (kh, kw, cg). */
+static void im2col_cols(const conv_geom *q, const float *x, int64_t r0, int64_t rn, int64_t g,
+                        int64_t k0, int64_t k1, float *col)
+{
+    int64_t ow = r0 % q->OW, oh = r0 / q->OW % q->OH, n = r0 / q->OW / q->OH;
+    const int64_t kn = k1 - k0, Cg = q->Cg;
+    for (int64_t r = 0; r < rn; r++) {
+        float *dst = col + r * kn;
+        for (int64_t kh = k0 / (q->KW * Cg); kh < q->KH; kh++) {
+            if (kh * q->KW * Cg >= k1)
+                break;
+            int64_t ih = oh * q->SH - q->PT + kh * q->DH;
+            bool row_in = ih >= 0 && ih < q->H;
+            const float *xrow = row_in ? x + (n * q->H + ih) * q->W * q->C + g * Cg : NULL;
+            for (int64_t kw = 0; kw < q->KW; kw++) {
+                int64_t c0 = (kh * q->KW + kw) * Cg; /* this tap's first column */
+                int64_t lo = c0 > k0 ? c0 : k0, hi = c0 + Cg < k1 ? c0 + Cg : k1;
+                if (hi <= lo)
+                    continue;
+                int64_t iw = ow * q->SW - q->PL + kw * q->DW;
+                if (!row_in || iw < 0 || iw >= q->W)
+                    memset(dst + (lo - k0), 0, (size_t)(hi - lo) * sizeof(float));
+                else
+                    memcpy(dst + (lo - k0), xrow + iw * q->C + (lo - c0),
+                           (size_t)(hi - lo) * sizeof(float));
+            }
+        }
+        if (++ow == q->OW) {
+            ow = 0;
+            if (++oh == q->OH) {
+                oh = 0;
+                n++;
+            }
+        }
+    }
+}
+
+/* col (rn, K): the receptive fields of output rows [r0, r0+rn) of q for group g. */
+static void im2col(const conv_geom *q, const float *x, int64_t r0, int64_t rn, int64_t g,
+                   float *col)
+{
+    int64_t ow = r0 % q->OW, oh = r0 / q->OW % q->OH, n = r0 / q->OW / q->OH;
+    const int64_t Cg = q->Cg;
+    const bool runs = q->G == 1 && q->DW == 1; /* a filter row is one run of x */
+    for (int64_t r = 0; r < rn; r++) {
+        float *dst = col + r * q->K;
+        int64_t iw0 = ow * q->SW - q->PL, a, b;
+        run_bounds(q, iw0, &a, &b);
+        for (int64_t kh = 0; kh < q->KH; kh++, dst += q->KW * Cg) {
+            int64_t ih = oh * q->SH - q->PT + kh * q->DH;
+            if (ih < 0 || ih >= q->H) {
+                zero_run(dst, q->KW * Cg);
+                continue;
+            }
+            const float *xrow = x + (n * q->H + ih) * q->W * q->C + g * Cg;
+            if (runs) {
+                zero_run(dst, a * Cg);
+                copy_run(dst + a * Cg, xrow + (iw0 + a) * Cg, (b - a) * Cg);
+                zero_run(dst + b * Cg, (q->KW - b) * Cg);
+                continue;
+            }
+            for (int64_t kw = 0; kw < q->KW; kw++) {
+                int64_t iw = iw0 + kw * q->DW;
+                if (iw < 0 || iw >= q->W)
+                    zero_run(dst + kw * Cg, Cg);
+                else
+                    copy_run(dst + kw * Cg, xrow + iw * q->C, Cg);
+            }
+        }
+        if (++ow == q->OW) {
+            ow = 0;
+            if (++oh == q->OH) {
+                oh = 0;
+                n++;
+            }
+        }
+    }
+}
+
+/* The inverse scatter: dx += col2im(dcol) for output rows [r0, r0+rn) of q,
+ * group g. dx holds the x rows (n*H + ih) from row_off on. */
+static void col2im_add(const conv_geom *q, const float *dcol, int64_t r0, int64_t rn, int64_t g,
+                       float *dx, int64_t row_off)
+{
+    int64_t ow = r0 % q->OW, oh = r0 / q->OW % q->OH, n = r0 / q->OW / q->OH;
+    const int64_t Cg = q->Cg;
+    const bool runs = q->G == 1 && q->DW == 1;
+    for (int64_t r = 0; r < rn; r++) {
+        const float *src = dcol + r * q->K;
+        int64_t iw0 = ow * q->SW - q->PL, a, b;
+        run_bounds(q, iw0, &a, &b);
+        for (int64_t kh = 0; kh < q->KH; kh++, src += q->KW * Cg) {
+            int64_t ih = oh * q->SH - q->PT + kh * q->DH;
+            if (ih < 0 || ih >= q->H)
+                continue;
+            float *xrow = dx + (n * q->H + ih - row_off) * q->W * q->C + g * Cg;
+            if (runs) {
+                float *restrict d = xrow + (iw0 + a) * Cg;
+                const float *restrict s = src + a * Cg;
+                for (int64_t i = 0; i < (b - a) * Cg; i++)
+                    d[i] += s[i];
+                continue;
+            }
+            for (int64_t kw = 0; kw < q->KW; kw++) {
+                int64_t iw = iw0 + kw * q->DW;
+                if (iw < 0 || iw >= q->W)
+                    continue;
+                float *restrict d = xrow + iw * q->C;
+                const float *restrict s = src + kw * Cg;
+                for (int64_t cg = 0; cg < Cg; cg++)
+                    d[cg] += s[cg];
+            }
+        }
+        if (++ow == q->OW) {
+            ow = 0;
+            if (++oh == q->OH) {
+                oh = 0;
+                n++;
+            }
+        }
+    }
+}
+
+/* ---- GEMM paths (POINTWISE and GEMM) --------------------------------------- */
+
+/* Output rows of q for tasks [t0, t1), a task being (tile, group):
+ * out = conv(in, filter packed as PACK_W for q) + bias. */
+
+/* conv_rows without im2col: a filter row's KW taps are one run of KW*C floats
+ * of in (G == 1, DW == 1), so the micro-kernel takes each output row's run
+ * where it lies, one filter row at a time, and copies only the runs a window
+ * cuts at the left or right border; rows above and below read zeros.
+ * scratch: (1 + MR*KH) runs (fits in the im2col tile's room). */
+static void conv_rows_direct(const conv_geom *q, const float *in, const float *packed,
+                             const float *bias, float *out, float *scratch, int64_t t0, int64_t t1)
+{
+    const int64_t M = q->N * q->OH * q->OW, nb = (q->Og + NR - 1) / NR, run = q->KW * q->C;
+    const int64_t rs = round16((size_t)run);
+    float *zeros = scratch, *edge = scratch + rs;
+    zero_run(zeros, run);
+    for (int64_t task = t0; task < t1; task++) {
+        int64_t r0 = task * q->T, rn = min64(q->T, M - r0);
+        for (int64_t i0 = 0; i0 < rn; i0 += MR) {
+            int mr = (int)min64(MR, rn - i0);
+            const float *a[DIRECT_MAX_KH][MR];
+            for (int i = 0; i < MR; i++) {
+                int64_t r = r0 + i0 + (i < mr ? i : 0);
+                int64_t ow = r % q->OW, oh = r / q->OW % q->OH, n = r / q->OW / q->OH;
+                int64_t iw0 = ow * q->SW - q->PL, lo, hi;
+                run_bounds(q, iw0, &lo, &hi);
+                for (int64_t kh = 0; kh < q->KH; kh++) {
+                    int64_t ih = oh * q->SH - q->PT + kh * q->DH;
+                    if (ih < 0 || ih >= q->H || hi == lo) {
+                        a[kh][i] = zeros;
+                        continue;
+                    }
+                    const float *xrow = in + (n * q->H + ih) * q->W * q->C;
+                    if (lo == 0 && hi == q->KW) {
+                        a[kh][i] = xrow + iw0 * q->C;
+                    } else {
+                        float *d = edge + (i * q->KH + kh) * rs;
+                        zero_run(d, lo * q->C);
+                        copy_run(d + lo * q->C, xrow + (iw0 + lo) * q->C, (hi - lo) * q->C);
+                        zero_run(d + hi * q->C, (q->KW - hi) * q->C);
+                        a[kh][i] = d;
+                    }
+                }
+            }
+            for (int64_t ob = 0; ob < nb; ob++) {
+                const float *bp = packed + ob * q->K * NR;
+                int nr = (int)min64(NR, q->Og - ob * NR);
+                float *o = out + (r0 + i0) * q->O + ob * NR;
+                for (int64_t kh = 0; kh < q->KH; kh++)
+                    ukr_nn(run, a[kh], bp + kh * run * NR, o, q->O, mr, nr,
+                           kh == 0 && bias ? bias + ob * NR : NULL, kh > 0);
+            }
+        }
+    }
+}
+
+static void conv_rows(const conv_geom *q, const float *in, const float *packed, const float *bias,
+                      float *out, float *col, int64_t t0, int64_t t1)
+{
+    const int64_t M = q->N * q->OH * q->OW, nb = (q->Og + NR - 1) / NR;
+    if (direct_rows(q)) {
+        conv_rows_direct(q, in, packed, bias, out, col, t0, t1);
+        return;
+    }
+    for (int64_t task = t0; task < t1; task++) {
+        int64_t r0 = task / q->G * q->T, g = task % q->G, rn = min64(q->T, M - r0);
+        const float *A = in + r0 * q->C + g * q->Cg; /* pointwise: in is A (M x C) */
+        int64_t lda = q->C;
+        if (!q->pointwise) {
+            im2col(q, in, r0, rn, g, col);
+            A = col;
+            lda = q->K;
+        }
+        /* depth in chunks of at most KCHUNK, panel by panel: the chunk of B a
+         * micro-kernel streams stays in L1 while it walks the tile's rows */
+        int64_t nk = (q->K + KCHUNK - 1) / KCHUNK;
+        for (int64_t k0 = 0, ki = 0; ki < nk; ki++) {
+            int64_t k1 = q->K * (ki + 1) / nk;
+            for (int64_t ob = 0; ob < nb; ob++) {
+                const float *bp = packed + ((g * nb + ob) * q->K + k0) * NR;
+                const float *bias_ob = bias && k0 == 0 ? bias + g * q->Og + ob * NR : NULL;
+                int nr = (int)min64(NR, q->Og - ob * NR);
+                for (int64_t i0 = 0; i0 < rn; i0 += MR) {
+                    int mr = (int)min64(MR, rn - i0);
+                    const float *a[MR];
+                    for (int i = 0; i < MR; i++)
+                        a[i] = A + (i0 + (i < mr ? i : 0)) * lda + k0;
+                    ukr_nn(k1 - k0, a, bp, out + (r0 + i0) * q->O + g * q->Og + ob * NR, q->O, mr,
+                           nr, bias_ob, k0 > 0);
+                }
+            }
+            k0 = k1;
+        }
+    }
+}
+
+void slim__conv_gemm_forward(const slim_kernel_ctx *c)
+{
+    const conv_params *p = c->params;
+    const conv_geom *f = &p->f;
+    const int64_t M = f->N * f->OH * f->OW;
+    if (M == 0)
+        return;
+    int nw = slim__conv_workers(c, false);
+    if (nw == 0) {
+        if (c->ith == 0)
+            slim__conv_forward_ref(c);
+        return;
+    }
+    float *packed = c->ws;
+    pack_filter(c, PACK_W, packed);
+    if (c->ith >= nw)
+        return;
+    float *col = packed + slim__conv_shared_floats(p, false) +
+                 (size_t)c->ith * slim__conv_ws_floats(p, nw, false);
+    int64_t ntiles = (M + f->T - 1) / f->T, lo, hi;
+    /* tile-major, so a thread's tiles are contiguous */
+    slim_split(ntiles * f->G, c->ith, nw, &lo, &hi);
+    conv_rows(f, c->in[0].data, packed, p->has_bias ? c->in[2].data : NULL, c->out[0].data, col, lo,
+              hi);
+}
+
+/* dW_g rows [0, kn) (ld O) += A^T (kn x rn) dY (rn x Og, ld O); A (rn x kn, ld lda). */
+static void dw_tile(const conv_geom *f, const float *A, int64_t lda, int64_t kn, const float *dyt,
+                    int64_t rn, float *dwg)
+{
+    const int64_t nb = (f->Og + NR - 1) / NR;
+    for (int64_t k0 = 0; k0 < kn; k0 += MR)
+        for (int64_t ob = 0; ob < nb; ob++)
+            ukr_tn(rn, A + k0, lda, dyt + ob * NR, f->O, dwg + k0 * f->O + ob * NR, f->O,
+                   (int)min64(MR, kn - k0), (int)min64(NR, f->Og - ob * NR), true);
+}
+
+/* Buffers of one backward worker. */
+typedef struct gemm_bwd {
+    const float *x, *dy, *packed; /* packed: W^T panels (PACK_WT) for the scatter */
+    float *dx;                    /* scatter target (NULL: no dx here) */
+    int64_t dx_off;               /* dx holds x rows n*H + ih from dx_off on */
+    float *dwp, *dbp, *col, *dcol;
+} gemm_bwd;
+
+/* Backward over output rows [R0, R1) in tiles: dW, db partial sums and the dx scatter. */
+static void gemm_backward_rows(const slim_kernel_ctx *c, const gemm_bwd *j, int64_t R0, int64_t R1)
+{
+    const conv_params *p = c->params;
+    const conv_geom *f = &p->f;
+    const int64_t O = f->O, Og = f->Og, K = f->K, nbk = (K + NR - 1) / NR;
+    for (int64_t r0 = R0; r0 < R1; r0 += f->T) {
+        int64_t rn = min64(f->T, R1 - r0);
+        for (int64_t g = 0; g < f->G; g++) {
+            const float *dyt = j->dy + r0 * O + g * Og; /* (rn, Og), ld O */
+            if (j->dwp) {
+                const float *a = j->x + r0 * f->C + g * f->Cg;
+                int64_t lda = f->C;
+                if (!f->pointwise) {
+                    im2col(f, j->x, r0, rn, g, j->col);
+                    a = j->col;
+                    lda = K;
+                }
+                dw_tile(f, a, lda, K, dyt, rn, j->dwp + g * Og);
+            }
+            if (!j->dx)
+                continue;
+            /* dcol (rn x K) = dY (rn x Og) * W_g^T (Og x K), then scatter */
+            for (int64_t i0 = 0; i0 < rn; i0 += MR) {
+                int mr = (int)min64(MR, rn - i0);
+                const float *a[MR];
+                for (int i = 0; i < MR; i++)
+                    a[i] = dyt + (i0 + (i < mr ? i : 0)) * O;
+                for (int64_t kb = 0; kb < nbk; kb++)
+                    ukr_nn(Og, a, j->packed + (g * nbk + kb) * Og * NR, j->dcol + i0 * K + kb * NR,
+                           K, mr, (int)min64(NR, K - kb * NR), NULL, false);
+            }
+            col2im_add(f, j->dcol, r0, rn, g, j->dx, j->dx_off);
+        }
+        if (j->dbp)
+            slim__conv_col_sums(j->dy, r0, r0 + rn, O, j->dbp);
+    }
+}
+
+/* dW by K rows: this worker owns dW rows [k0, k1) of every group and sums
+ * col[:, k0:k1]^T * dY over all output rows, tile by tile. */
+static void gemm_backward_filter_ksplit(const slim_kernel_ctx *c, float *col, int nw)
+{
+    const conv_params *p = c->params;
+    const conv_geom *f = &p->f;
+    const float *x = c->in[0].data, *dy = c->dout[0].data;
+    float *dw = c->din[1].data; /* dw: (K, O) */
+    const int64_t M = f->N * f->OH * f->OW, O = f->O, Og = f->Og;
+    int64_t k0, k1;
+    slim_split(f->K, c->ith, nw, &k0, &k1);
+    if (k1 <= k0)
+        return;
+    memset(dw + k0 * O, 0, (size_t)((k1 - k0) * O) * sizeof(float));
+    for (int64_t r0 = 0; r0 < M; r0 += f->T) {
+        int64_t rn = min64(f->T, M - r0);
+        for (int64_t g = 0; g < f->G; g++) {
+            const float *a = x + r0 * f->C + g * f->Cg + k0; /* POINTWISE: K is Cg */
+            int64_t lda = f->C;
+            if (!f->pointwise) {
+                im2col_cols(f, x, r0, rn, g, k0, k1, col);
+                a = col;
+                lda = k1 - k0;
+            }
+            dw_tile(f, a, lda, k1 - k0, dy + r0 * O + g * Og, rn, dw + k0 * O + g * Og);
+        }
+    }
+}
+
+void slim__conv_gemm_backward(const slim_kernel_ctx *c)
+{
+    const conv_params *p = c->params;
+    const conv_geom *f = &p->f;
+    float *dx = c->din[0].data, *dw = c->din[1].data;
+    float *db = p->has_bias ? c->din[2].data : NULL;
+    const int64_t OHW = f->OH * f->OW, M = f->N * OHW, HWC = f->H * f->W * f->C;
+    const int64_t KO = f->K * f->O;
+
+    if (!c->dout[0].data) {
+        slim__conv_zero_split(c, dx, f->N * HWC);
+        slim__conv_zero_split(c, dw, KO);
+        slim__conv_zero_split(c, db, f->O);
+        return;
+    }
+    int nw = slim__conv_workers(c, true);
+    if (nw == 0) {
+        if (c->ith == 0)
+            slim__conv_backward_ref(c);
+        return;
+    }
+    float *packed = c->ws;
+    if (dx)
+        pack_filter(c, bwd_pack_mode(p), packed);
+    bwd_slice sl = bwd_layout(p, nw);
+    size_t stride = sl.total;
+    bool ksplit = p->dw_ksplit && nw > 1;
+    float *ws = packed + slim__conv_shared_floats(p, true), *mine = ws + (size_t)c->ith * stride;
+    bool worker = c->ith < nw;
+    /* worker 0 sums straight into dw/db; the others into their partials */
+    float *dwp = NULL;
+    if (dw && !ksplit)
+        dwp = c->ith == 0 ? dw : mine + sl.dw;
+    gemm_bwd j = {
+        .x = c->in[0].data,
+        .dy = c->dout[0].data,
+        .packed = packed,
+        .dwp = dwp,
+        .dbp = c->ith == 0 ? db : (db ? mine + sl.db : NULL),
+        .col = mine + sl.col,
+        .dcol = mine + sl.dcol,
+    };
+    if (worker && j.dwp)
+        memset(j.dwp, 0, (size_t)KO * sizeof(float));
+    if (worker && j.dbp)
+        memset(j.dbp, 0, (size_t)f->O * sizeof(float));
+
+    int64_t lo, hi;
+    if (dx && p->dx_gather && worker) {
+        /* dx = conv(dy, flip(w)^T): each worker writes its own dx rows */
+        const conv_geom *t = &p->t;
+        int64_t ntiles = (f->N * f->H * f->W + t->T - 1) / t->T;
+        slim_split(ntiles * t->G, c->ith, nw, &lo, &hi);
+        conv_rows(t, j.dy, packed, NULL, dx, j.col, lo, hi);
+    }
+    if (!dx || p->dx_gather) {
+        /* no scatter: any split of the rows is race free */
+        slim_split(M, c->ith, nw, &lo, &hi);
+        if (worker && (j.dwp || j.dbp))
+            gemm_backward_rows(c, &j, lo, hi);
+    } else {
+        /* whole images per worker: each owns (and zeroes) its images' dx */
+        int64_t nimg = f->N / nw * nw;
+        slim_split(nimg, c->ith, nw, &lo, &hi);
+        if (worker && hi > lo) {
+            memset(dx + lo * HWC, 0, (size_t)((hi - lo) * HWC) * sizeof(float));
+            j.dx = dx;
+            j.dx_off = 0;
+            gemm_backward_rows(c, &j, lo * OHW, hi * OHW);
+        }
+        /* the remaining images one at a time, cut into bands of output rows */
+        int64_t band_oh = (f->OH + nw - 1) / nw;
+        for (int64_t n = nimg; n < f->N; n++) {
+            int64_t oh0 = min64(f->OH, c->ith * band_oh), oh1 = min64(f->OH, oh0 + band_oh);
+            int64_t ih0 = 0, ih1 = 0;
+            if (worker && oh1 > oh0) {
+                ih0 = max64(0, oh0 * f->SH - f->PT);
+                ih1 = min64(f->H, (oh1 - 1) * f->SH - f->PT + (f->KH - 1) * f->DH + 1);
+                if (ih1 > ih0)
+                    memset(mine + sl.band, 0, (size_t)((ih1 - ih0) * f->W * f->C) * sizeof(float));
+                j.dx = mine + sl.band;
+                j.dx_off = n * f->H + ih0;
+                gemm_backward_rows(c, &j, (n * f->OH + oh0) * f->OW, (n * f->OH + oh1) * f->OW);
+            }
+            c->sync(c);
+            /* sum the bands into dx by disjoint dx rows, bands in a fixed order */
+            slim_split(f->H, c->ith, c->nth, &lo, &hi);
+            const int64_t WC = f->W * f->C;
+            for (int64_t ih = lo; ih < hi; ih++) {
+                float *dst = dx + (n * f->H + ih) * WC;
+                memset(dst, 0, (size_t)WC * sizeof(float));
+                for (int t = 0; t < nw; t++) {
+                    int64_t b0 = min64(f->OH, t * band_oh), b1 = min64(f->OH, b0 + band_oh);
+                    if (b1 <= b0)
+                        continue;
+                    int64_t h0 = max64(0, b0 * f->SH - f->PT);
+                    int64_t h1 = min64(f->H, (b1 - 1) * f->SH - f->PT + (f->KH - 1) * f->DH + 1);
+                    if (ih < h0 || ih >= h1)
+                        continue;
+                    const float *src = ws + (size_t)t * stride + sl.band + (ih - h0) * WC;
+                    for (int64_t i = 0; i < WC; i++)
+                        dst[i] += src[i];
+                }
+            }
+            c->sync(c); /* the band buffers are reused by the next image */
+        }
+    }
+    if (ksplit && dw && worker)
+        gemm_backward_filter_ksplit(c, j.col, nw);
+    if (nw == 1)
+        return;
+    c->sync(c);
+    if (dw && !ksplit)
+        slim__conv_reduce_parts(c, dw, ws, stride, sl.dw, nw, KO);
+    if (db)
+        slim__conv_reduce_parts(c, db, ws, stride, sl.db, nw, f->O);
+}
