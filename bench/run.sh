@@ -3,10 +3,16 @@
 # by side, and write bench/results/latest.md (plus the raw JSON next to it).
 #
 #   bench/run.sh [--quick] [--threads="1 2"] [--rounds=N] [--no-torch] [--no-conv]
-#                [--no-train] [--idle-wait=SECONDS]
+#                [--no-train] [--models=big|NAME[:BATCH],...] [--builddir=DIR]
+#                [--idle-wait=SECONDS]
 #
 # --no-conv / --no-train skip a part and keep its previous results in
 # bench/results (the report is written from whatever is there).
+# --models runs `slimrun bench` on zoo models beside PyTorch (big = vgg_16:8,
+# resnet_v1_50:16, inception_v3:8, mobilenet_v1:16, mobilenet_v2:16); none by
+# default, so --quick stays short; a model's previous results are replaced
+# when it runs again and reported otherwise. Out of tree: run it from the build directory (or give
+# --builddir=DIR / BUILDDIR=DIR); results go to the source tree's bench/results.
 #
 # 1. make bench; conv_bench --check (fast conv kernels against the reference)
 # 2. conv_bench: conv2d GFLOP/s per layer and direction, with the oneDNN anchors
@@ -14,6 +20,11 @@
 #    bench/torch_anchor.py), alternating per thread count so both see the same
 #    machine; medians over the rounds and the per-round ratio slim/PyTorch
 # 4. one profiled slim step per model (where the time goes)
+# 5. with --models: rounds of `slimrun bench` and the PyTorch model matching
+#    each zoo file (bench/torch_anchor.py), alternating per model and thread
+#    count; images/s, GFLOP/s against PEAK1/PEAK2 (this machine's fp32 peak:
+#    163.3 and 327.6 GFLOP/s), peak resident memory of each side and slim's
+#    planned memory; the per-op profile of each slim run in big_slim_*.txt
 #
 # Every timed command runs under `flock /tmp/cpu.lock` (the anchors' convention:
 # one heavy job at a time on this machine) after waiting, up to --idle-wait
@@ -21,9 +32,21 @@
 # other processes still used meanwhile. PyTorch is skipped, with a note, when
 # /usr/bin/python3 cannot import torch or ../shared/anchors is absent.
 set -euo pipefail
+CALLER=$PWD
 cd "$(dirname "$0")/.."
 ROOT=$PWD
-OUT=$ROOT/bench/results
+OUT=${OUT:-$ROOT/bench/results}
+# the build: this directory when run from an out-of-tree build, else the source tree
+if [ -z "${BUILDDIR:-}" ]; then
+    BUILDDIR=$ROOT
+    [ -f "$CALLER/config.status" ] && [ -f "$CALLER/Makefile" ] && BUILDDIR=$CALLER
+fi
+PEAK1=${PEAK1:-163.3}
+PEAK2=${PEAK2:-327.6}
+MODELS=""
+BIG_BUDGET=5     # seconds of timed iterations per mode, each side, beyond the minimum
+BIG_ITERS=3      # timed iterations at least, each side
+BIG_TORCH_SCALE=0.125 # of torch_bench.py's budgets (40 s training, 20 s inference)
 PY=${PYTHON:-/usr/bin/python3}
 ANCHORS=${SLIM_ANCHORS:-$ROOT/../shared/anchors}
 THREADS="1 2"
@@ -44,9 +67,12 @@ for a in "$@"; do
     --no-conv) DO_CONV=0 ;;
     --no-train) DO_TRAIN=0 ;;
     --idle-wait=*) IDLE_WAIT=${a#*=} ;;
-    *) sed -n '2,13p' "$0" >&2; exit 2 ;;
+    --models=*) MODELS=${a#*=} ;;
+    --builddir=*) BUILDDIR=$(cd "${a#*=}" && pwd) ;;
+    *) sed -n '2,19p' "$0" >&2; exit 2 ;;
     esac
 done
+[ "$MODELS" = big ] && MODELS="vgg_16:8,resnet_v1_50:16,inception_v3:8,mobilenet_v1:16,mobilenet_v2:16"
 mkdir -p "$OUT"
 LOCK=()
 command -v flock >/dev/null && LOCK=(flock /tmp/cpu.lock)
@@ -62,16 +88,18 @@ wait_idle() {
     echo "run.sh: the machine stayed busy; timing anyway (see other_cores)" >&2
 }
 
-echo "== build" >&2
-make -j2 bench >/dev/null
-"${LOCK[@]}" bench/conv_bench --check >"$OUT/conv_check.txt" ||
+echo "== build ($BUILDDIR)" >&2
+make -C "$BUILDDIR" -j2 bench tools/slimrun >/dev/null
+B=$BUILDDIR/bench
+SLIMRUN=$BUILDDIR/tools/slimrun
+"${LOCK[@]}" "$B/conv_bench" --check >"$OUT/conv_check.txt" ||
     { cat "$OUT/conv_check.txt"; echo "run.sh: conv_bench --check failed" >&2; exit 1; }
 
 tlist=${THREADS// /,}
 if ((DO_CONV)); then
     echo "== conv_bench (threads $tlist)" >&2
     wait_idle
-    "${LOCK[@]}" bench/conv_bench --threads="$tlist" --budget=$CONV_BUDGET --anchors="$ANCHORS" \
+    "${LOCK[@]}" "$B/conv_bench" --threads="$tlist" --budget=$CONV_BUDGET --anchors="$ANCHORS" \
         --json="$OUT/conv.json" >"$OUT/conv.md"
 fi
 
@@ -92,7 +120,7 @@ for ((r = 1; r <= ROUNDS; r++)); do
     for t in $THREADS; do
         echo "== round $r/$ROUNDS, $t thread(s): slim" >&2
         wait_idle
-        "${LOCK[@]}" bench/train_step --threads="$t" --budget=$SLIM_BUDGET \
+        "${LOCK[@]}" "$B/train_step" --threads="$t" --budget=$SLIM_BUDGET \
             --json="$OUT/train_slim_r${r}_t$t.json" >/dev/null
         if ((TORCH_OK)); then
             echo "== round $r/$ROUNDS, $t thread(s): PyTorch" >&2
@@ -107,11 +135,44 @@ if ((DO_TRAIN)); then
     echo "== profile" >&2
     last=${THREADS##* }
     wait_idle
-    "${LOCK[@]}" bench/train_step --threads="$last" --budget=1 --min_reps=3 --profile \
+    "${LOCK[@]}" "$B/train_step" --threads="$last" --budget=1 --min_reps=3 --profile \
         >"$OUT/profile.md"
 fi
 
-"$PY" - "$OUT" "$TORCH_OK" <<'EOF'
+# 5. the zoo models: slimrun bench and PyTorch, alternating per model
+if [ -n "$MODELS" ]; then
+    for mb in ${MODELS//,/ }; do rm -f "$OUT/big_slim_${mb%%:*}"_r* "$OUT/big_torch_${mb%%:*}"_r*; done
+    brounds=$ROUNDS
+    ((brounds > 0)) || brounds=1
+    for ((r = 1; r <= brounds; r++)); do
+        for t in $THREADS; do
+            peak=$PEAK1
+            ((t == 1)) || peak=$(awk -v a="$PEAK1" -v b="$PEAK2" -v t="$t" \
+                'BEGIN { print (t == 2 ? b : a * t) }')
+            for mb in ${MODELS//,/ }; do
+                m=${mb%%:*} bs=${mb#*:}
+                [ "$bs" = "$mb" ] && bs=16
+                tag=${m}_r${r}_t$t
+                echo "== round $r/$brounds, $t thread(s): slim $m (batch $bs)" >&2
+                wait_idle
+                "${LOCK[@]}" "$SLIMRUN" bench --model_name="$m" --batch_size="$bs" \
+                    --num_threads="$t" --peak="$peak" --iterations=$BIG_ITERS --warmup=2 \
+                    --budget=$BIG_BUDGET --weight_decay=0 --per_op \
+                    --json="$OUT/big_slim_$tag.json" >"$OUT/big_slim_$tag.txt" ||
+                    echo "run.sh: slimrun bench $m failed" >&2
+                if ((TORCH_OK)); then
+                    echo "== round $r/$brounds, $t thread(s): PyTorch $m" >&2
+                    wait_idle
+                    "${LOCK[@]}" "$PY" bench/torch_anchor.py --anchors "$ANCHORS" --threads "$t" \
+                        --budget-scale $BIG_TORCH_SCALE --min-iters $BIG_ITERS --batch "$bs" "$m" \
+                        >"$OUT/big_torch_$tag.jsonl" || echo "run.sh: PyTorch $m failed" >&2
+                fi
+            done
+        done
+    done
+fi
+
+"$PY" - "$OUT" "$TORCH_OK" "$PEAK1" "$PEAK2" <<'EOF'
 import glob, json, os, platform, statistics, subprocess, sys, time
 
 out, torch_ok = sys.argv[1], sys.argv[2] == "1"
@@ -211,8 +272,155 @@ L += [l.rstrip("\n") for l in (open(prof) if os.path.exists(prof) else [])
       if not l.startswith("| model") and not l.startswith("|---|---:|---:|---:")
       and not l.startswith("| lenet") and not l.startswith("| cifarnet")
       and not l.startswith("Median step")]
-L += ["", "Raw results: conv.json, train_slim_r*.json, train_torch_r*.jsonl, profile.md in "
-      "this directory. Rerun: `bench/run.sh` (about 10 minutes; `--quick` for a rough pass)."]
+
+# ---- the zoo models (slimrun bench beside bench/torch_anchor.py) ----
+peaks = {1: float(sys.argv[3]), 2: float(sys.argv[4])}
+bs, bt = {}, {}
+for f in glob.glob(os.path.join(out, "big_slim_*_r*_t*.json")):
+    r = json.load(open(f))
+    rnd = int(f.rsplit("_r", 1)[1].split("_")[0])
+    bs.setdefault((r["model"], r["threads"]), {})[rnd] = r
+for f in glob.glob(os.path.join(out, "big_torch_*_r*_t*.jsonl")):
+    rnd = int(f.rsplit("_r", 1)[1].split("_")[0])
+    for line in open(f):
+        if line.startswith("{"):
+            r = json.loads(line)
+            bt.setdefault((r["model"], r["threads"]), {})[rnd] = r
+# rounds timed beside a busy neighbour (other processes > 0.25 cores) are left
+# out when a cleaner round of the same model and thread count exists
+def clean(d, busy):
+    dropped = 0
+    for k, rounds in d.items():
+        ok = {i: r for i, r in rounds.items() if busy(r) <= 0.25}
+        if ok and len(ok) < len(rounds):
+            dropped += len(rounds) - len(ok)
+            d[k] = ok
+    return dropped
+n_dropped = clean(bs, lambda r: max(r["train"]["other_cores"], r["inference"]["other_cores"]))
+n_dropped += clean(bt, lambda r: max(r["train_other_cores"], r["infer_other_cores"]))
+ORDER = ["lenet", "cifarnet", "mobilenet_v1", "mobilenet_v2", "resnet_v1_50", "inception_v3",
+         "vgg_16"]
+keys = sorted(bs, key=lambda k: (ORDER.index(k[0]) if k[0] in ORDER else 99, k[0], k[1]))
+if keys:
+    mib = lambda b: b / 1048576.0
+    pct = lambda g, t: "%.0f%%" % (100 * g / peaks[t]) if t in peaks else "-"
+    L += ["", "## Big models, slim vs PyTorch (slimrun bench, bench/torch_anchor.py)", "",
+          "Median iteration after warm-up, median over %d round(s); ratios = median of the "
+          "per-round ratios. PyTorch runs the model matching each zoo file layer for layer "
+          "(bench/torch_anchor.py: TF-Slim's ResNet-50 layout, MobileNet v1 defined there). "
+          "Training = forward + loss + backward + momentum update, no weight decay on either "
+          "side; GFLOP/s = 2 x conv/fc multiply-adds (training 3x forward), %% of this "
+          "machine's fp32 peak (%.1f GFLOP/s on 1 thread, %.1f on 2)."
+          % (max(len(v) for v in bs.values()), peaks[1], peaks[2]), "",
+          "| model | batch | threads | slim train img/s | PyTorch | slim/PyTorch | slim inference "
+          "img/s | PyTorch | slim/PyTorch | slim train GFLOP/s | PyTorch train GFLOP/s | slim "
+          "inference GFLOP/s | PyTorch inference GFLOP/s |",
+          "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    other = []
+    for k in keys:
+        s, t = bs[k], bt.get(k, {})
+        one = next(iter(s.values()))
+        st = med([r["train"]["img_s"] for r in s.values()])
+        si = med([r["inference"]["img_s"] for r in s.values()])
+        sg = med([r["train"]["gflops"] for r in s.values()])
+        sgi = med([r["inference"]["gflops"] for r in s.values()])
+        other += [max(r["train"]["other_cores"], r["inference"]["other_cores"]) for r in s.values()]
+        row = "| %s | %d | %d | %.2f | " % (k[0], one["batch"], k[1], st)
+        if t:
+            other += [max(r["train_other_cores"], r["infer_other_cores"]) for r in t.values()]
+            for r in t.values():  # from the medians: the anchor rounds images/s to 0.01
+                r["train_img_s"] = 1e3 * r["batch"] / r["train_ms_median"]
+                r["infer_img_s"] = 1e3 * r["batch"] / r["infer_ms_median"]
+            tt = med([r["train_img_s"] for r in t.values()])
+            ti = med([r["infer_img_s"] for r in t.values()])
+            both = [i for i in s if i in t]  # else (busy rounds left out): ratio of the medians
+            rt = med([s[i]["train"]["img_s"] / t[i]["train_img_s"] for i in both]) if both else st / tt
+            ri = med([s[i]["inference"]["img_s"] / t[i]["infer_img_s"] for i in both]) if both \
+                else si / ti
+            tg = med([r["train_gflops"] for r in t.values()])
+            tgi = med([r["infer_gflops"] for r in t.values()])
+            row += "%.2f | **%.2f** | %.2f | %.2f | **%.2f** | %.1f (%s) | %.1f (%s) | %.1f (%s) | " \
+                   "%.1f (%s) |" % (tt, rt, si, ti, ri, sg, pct(sg, k[1]), tg, pct(tg, k[1]),
+                                    sgi, pct(sgi, k[1]), tgi, pct(tgi, k[1]))
+        else:
+            row += "- | - | %.2f | - | - | %.1f (%s) | - | %.1f (%s) | - |" % (
+                si, sg, pct(sg, k[1]), sgi, pct(sgi, k[1]))
+        L.append(row)
+    L += ["", "Other processes used up to %.2f cores during these timings%s." % (
+        max(other or [0]), "; %d run(s) with more than 0.25 left out where a cleaner round "
+        "exists" % n_dropped if n_dropped else ""), ""]
+    # scaling from 1 to 2 threads
+    sc = []
+    for m in dict.fromkeys(k[0] for k in keys):
+        if (m, 1) in bs and (m, 2) in bs:
+            f = lambda d, sel: med([sel(r) for r in d.values()])
+            s1 = f(bs[(m, 1)], lambda r: r["train"]["img_s"])
+            s2 = f(bs[(m, 2)], lambda r: r["train"]["img_s"])
+            i1 = f(bs[(m, 1)], lambda r: r["inference"]["img_s"])
+            i2 = f(bs[(m, 2)], lambda r: r["inference"]["img_s"])
+            tx = "-"
+            if (m, 1) in bt and (m, 2) in bt:
+                tx = "%.2f / %.2f" % (
+                    f(bt[(m, 2)], lambda r: r["train_img_s"]) / f(bt[(m, 1)], lambda r: r["train_img_s"]),
+                    f(bt[(m, 2)], lambda r: r["infer_img_s"]) / f(bt[(m, 1)], lambda r: r["infer_img_s"]))
+            sc.append("| %s | %.2f / %.2f | %s |" % (m, s2 / s1, i2 / i1, tx))
+    if sc:
+        L += ["Scaling from 1 to 2 threads (images/s on 2 threads / on 1; training / inference):",
+              "", "| model | slim | PyTorch |", "|---|---:|---:|"] + sc + [""]
+    # memory
+    L += ["Memory (MiB). slim planned = the compiler's arena + parameters + optimizer slots "
+          "(slim_program_get_stats); peak RSS = the process's VmHWM over the mode (slim: reset "
+          "between training and inference) or ru_maxrss (PyTorch: one process per model, "
+          "training then inference; the interpreter and torch before the model take the "
+          "'before' figure).", "",
+          "| model | batch | threads | slim planned, training | slim peak RSS, training | "
+          "planned / RSS | slim planned, inference | slim peak RSS, inference | PyTorch peak RSS "
+          "(before the model) | slim / PyTorch peak RSS |",
+          "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for k in keys:
+        s, t = bs[k], bt.get(k, {})
+        one = next(iter(s.values()))
+        tr, inf = one["train"], one["inference"]
+        rss = max(r["train"]["peak_rss_bytes"] for r in s.values())
+        irss = max(r["inference"]["peak_rss_bytes"] for r in s.values())
+        row = "| %s | %d | %d | %.0f | %.0f | %.2f | %.0f | %.0f | " % (
+            k[0], one["batch"], k[1], mib(tr["planned_bytes"]), mib(rss),
+            tr["planned_bytes"] / rss, mib(inf["planned_bytes"]), mib(irss))
+        if t and "peak_rss_bytes" in next(iter(t.values())):
+            trss = max(r["peak_rss_bytes"] for r in t.values())
+            tbase = min(r["base_rss_bytes"] for r in t.values())
+            row += "%.0f (%.0f) | %.2f |" % (mib(trss), mib(tbase), max(rss, irss) / trss)
+        else:
+            row += "- | - |"
+        L.append(row)
+    # where ResNet-50's training step goes
+    pk = [k for k in keys if k[0] == "resnet_v1_50"]
+    if pk:
+        k = pk[-1]
+        rnd = max(bs[k])
+        r = bs[k][rnd]["train"]
+        tot = r["forward_ms"] + r["backward_ms"] + r["update_ms"] + r["grad_sum_ms"]
+        L += ["", "## Where ResNet-50's training step goes (slimrun bench --per_op, %d thread%s, "
+              "batch %d)" % (k[1], "s" if k[1] > 1 else "", bs[k][rnd]["batch"]), "",
+              "%.0f ms profiled per step: forward %.0f, backward %.0f, update %.0f, gradient "
+              "sums %.0f. Per op kind:" % (tot, r["forward_ms"], r["backward_ms"], r["update_ms"],
+                                           r["grad_sum_ms"]), "",
+              "| op | phase | ms | share | GFLOP/s (% of peak) |", "|---|---|---:|---:|---:|"]
+        for o in r["ops"][:14]:
+            g = "%.1f (%s)" % (o["gflops"], pct(o["gflops"], k[1])) if o["gflops"] > 0 else ""
+            L.append("| %s | %s | %.1f | %.1f%% | %s |" % (o["op"], o["phase"], o["ms"],
+                                                           100 * o["ms"] / tot, g))
+        L += ["", "Slowest nodes:", "", "| node | op | phase | ms | GFLOP/s |",
+              "|---|---|---|---:|---:|"]
+        for o in r.get("nodes", [])[:15]:
+            L.append("| %s | %s | %s | %.1f | %s |" % (o["name"], o["op"], o["phase"], o["ms"],
+                                                       "%.1f" % o["gflops"] if o["gflops"] else ""))
+        L += ["", "Every node of every run: big_slim_MODEL_rR_tT.txt in this directory."]
+
+L += ["", "Raw results: conv.json, train_slim_r*.json, train_torch_r*.jsonl, profile.md, "
+      "big_slim_*.json/txt, big_torch_*.jsonl in this directory. Rerun: `bench/run.sh` (about "
+      "10 minutes; `--quick` for a rough pass; `--models=big` adds the zoo's big models, about "
+      "25 minutes more)."]
 open(os.path.join(out, "latest.md"), "w").write("\n".join(L).replace("\n\n\n", "\n\n") + "\n")
 print("\n".join(L))
 EOF
