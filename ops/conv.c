@@ -126,6 +126,16 @@ static slim_status conv_infer(slim_infer_ctx *c)
         return st;
 
     p->f.K = p->f.KH * p->f.KW * p->f.Cg;
+    if (p->f.G == 1 && p->f.OH == 1 && p->f.OW == 1 && p->f.KH == p->f.H && p->f.KW == p->f.W &&
+        p->f.PT == 0 && p->f.PL == 0 && p->f.DH == 1 && p->f.DW == 1) {
+        /* x (N,H,W,C) is (N,K) and w (H,W,C,O) is (K,O) as they lie */
+        p->kind = CONV_FC;
+        p->fc = (slim__fc_params){.n = p->f.N, .k = p->f.K, .o = p->f.O, .has_bias = p->has_bias};
+        slim_shape ys = {4, {p->f.N, 1, 1, p->f.O}};
+        c->set_output(c, 0, SLIM_F32, &ys);
+        c->set_workspace(c, slim__fc_workspace_bytes(&p->fc, c->nth, c->training));
+        return SLIM_OK;
+    }
     if (p->f.G == p->f.C && p->f.G == p->f.O)
         p->kind = CONV_DEPTHWISE;
     else if (p->f.KH == 1 && p->f.KW == 1 && p->f.SH == 1 && p->f.SW == 1 && p->f.PT == 0 &&
@@ -441,19 +451,29 @@ static void dw_backward(const slim_kernel_ctx *c)
 static void conv_forward(const slim_kernel_ctx *c)
 {
     const conv_params *p = c->params;
-    if (p->kind == CONV_DEPTHWISE)
+    if (p->kind == CONV_FC) {
+        slim_kernel_ctx fc = *c; /* the same context with fully_connected's params */
+        fc.params = &p->fc;
+        slim__fc_forward(&fc);
+    } else if (p->kind == CONV_DEPTHWISE) {
         dw_forward(c);
-    else
+    } else {
         slim__conv_gemm_forward(c);
+    }
 }
 
 static void conv_backward(const slim_kernel_ctx *c)
 {
     const conv_params *p = c->params;
-    if (p->kind == CONV_DEPTHWISE)
+    if (p->kind == CONV_FC) {
+        slim_kernel_ctx fc = *c;
+        fc.params = &p->fc;
+        slim__fc_backward(&fc);
+    } else if (p->kind == CONV_DEPTHWISE) {
         dw_backward(c);
-    else
+    } else {
         slim__conv_gemm_backward(c);
+    }
 }
 
 static const slim_attr_spec conv_attrs[] = {

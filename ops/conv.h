@@ -12,7 +12,11 @@
 
 #include <slim/op.h>
 
-enum { CONV_GEMM, CONV_POINTWISE, CONV_DEPTHWISE };
+#include "ops/fc.h"
+
+/* CONV_FC: the window covers the whole input (one output pixel, no padding,
+ * no groups): a fully_connected product, done by its kernels (ops/fc.h). */
+enum { CONV_GEMM, CONV_POINTWISE, CONV_DEPTHWISE, CONV_FC };
 
 /* A forward-shaped convolution out = conv(in, filter): the forward pass, and
  * for stride 1 the data gradient (in = dy, out = dx). */
@@ -36,6 +40,7 @@ typedef struct conv_params {
     bool dx_gather; /* dx as a convolution of dy instead of GEMM + col2im */
     bool dw_ksplit; /* dW split by K rows between threads instead of partial sums */
     bool has_bias;
+    slim__fc_params fc; /* CONV_FC */
 } conv_params;
 
 /* Tiles: at most TILE_ROWS output rows, about TILE_FLOATS floats of im2col. */

@@ -31,6 +31,7 @@
 #include <string.h>
 
 #include "ops/conv_ukr.h"
+#include "ops/fc.h"
 
 extern const slim_op_desc slim__op_fully_connected;
 extern const slim_op_desc slim__op_matmul;
@@ -166,10 +167,7 @@ static bool all_f32(const slim_infer_ctx *c)
 
 /* ---- fully_connected ------------------------------------------------------ */
 
-typedef struct fc_params {
-    int64_t n, k, o; /* x (N,K), w (K,O) */
-    bool has_bias;
-} fc_params;
+typedef slim__fc_params fc_params; /* ops/fc.h: conv2d uses these kernels too */
 
 /* Rows of w per packed block of the forward; columns of w packed at once (a
  * block of FC_KC x FC_COLS floats stays in L2, each panel's part in L1). */
@@ -218,6 +216,14 @@ static size_t fc_bwd_floats(const fc_params *p)
     return fc_dyt_floats(p) + round16((size_t)(ceil_div(p->o, NR) * p->n * NR));
 }
 
+size_t slim__fc_workspace_bytes(const fc_params *p, int nth, bool training)
+{
+    size_t floats = fc_fwd_floats(p) * (size_t)(nth > 0 ? nth : 1);
+    if (training && fc_bwd_floats(p) > floats)
+        floats = fc_bwd_floats(p);
+    return floats * sizeof(float);
+}
+
 static slim_status fc_infer(slim_infer_ctx *c)
 {
     c->set_backward_reads(c, ~0u, 0); /* backward: x and w, never y */
@@ -252,10 +258,7 @@ static slim_status fc_infer(slim_infer_ctx *c)
     }
     slim_shape ys = slim_shape_make(2, (int64_t[]){p->n, p->o});
     c->set_output(c, 0, SLIM_F32, &ys);
-    size_t floats = fc_fwd_floats(p) * (size_t)(c->nth > 0 ? c->nth : 1);
-    if (c->training && fc_bwd_floats(p) > floats)
-        floats = fc_bwd_floats(p);
-    c->set_workspace(c, floats * sizeof(float));
+    c->set_workspace(c, slim__fc_workspace_bytes(p, c->nth, c->training));
     return SLIM_OK;
 }
 
@@ -319,7 +322,7 @@ static void fc_forward_ref(const slim_kernel_ctx *c)
         }
 }
 
-static void fc_forward(const slim_kernel_ctx *c)
+void slim__fc_forward(const slim_kernel_ctx *c)
 {
     const fc_params *p = c->params;
     const float *x = c->in[0].data; /* x: (N,K) */
@@ -436,7 +439,7 @@ static void fc_backward_ref(const slim_kernel_ctx *c)
     }
 }
 
-static void fc_backward(const slim_kernel_ctx *c)
+void slim__fc_backward(const slim_kernel_ctx *c)
 {
     const fc_params *p = c->params;
     const float *x = c->in[0].data;    /* x: (N,K) */
@@ -511,8 +514,8 @@ const slim_op_desc slim__op_fully_connected = {
     .n_outputs = 1,
     .params_size = sizeof(fc_params),
     .infer = fc_infer,
-    .forward = fc_forward,
-    .backward = fc_backward,
+    .forward = slim__fc_forward,
+    .backward = slim__fc_backward,
     .forward_ref = fc_forward_ref,
     .backward_ref = fc_backward_ref,
 };

@@ -3,7 +3,7 @@ libslim_core_la_SOURCES += \
 	ops/ops.def \
 	ops/conv.c ops/conv.h ops/conv_gemm.c ops/conv_ukr.h \
 	ops/pool.c \
-	ops/fc.c \
+	ops/fc.c ops/fc.h \
 	ops/batch_norm.c \
 	ops/activation.c \
 	ops/softmax.c \

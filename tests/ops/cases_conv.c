@@ -49,28 +49,94 @@ static const float g_w[] = {1, 0, 2, 0, 0, 1, 0, 3};
 static const float exp_g[] = {1, 2, 6, 12};
 
 static const harness_case cases[] = {
+    /* ---- a window over the whole input (VGG's fc6): fully_connected's kernels ---- */
+    {.name = "whole_window_7x7_c8_o40_bias",
+     .op = "conv2d",
+     .attrs = "padding=VALID",
+     .n_in = 3,
+     .in = {X4(3, 7, 7, 8), X4(7, 7, 8, 40), B1(40)},
+     .training = true,
+     .eps = 2e-3},
+    {.name = "whole_window_3x2_c5_o7_b1",
+     .op = "conv2d",
+     .attrs = "padding=VALID",
+     .n_in = 2,
+     .in = {X4(1, 3, 2, 5), X4(3, 2, 5, 7)},
+     .training = true,
+     .eps = 2e-3},
+    {.name = "whole_window_strided_b2",
+     .op = "conv2d",
+     .attrs = "strides=[2,2]",
+     .n_in = 3,
+     .in = {X4(2, 4, 4, 16), X4(4, 4, 16, 33), B1(33)},
+     .training = true,
+     .eps = 2e-3},
+    {.name = "whole_window_infer",
+     .op = "conv2d",
+     .attrs = "padding=VALID",
+     .n_in = 3,
+     .in = {X4(5, 2, 2, 64), X4(2, 2, 64, 48), B1(48)}},
     /* ---- wide channels: the packed micro-kernel paths (ops/conv_ukr.h) ----
      * direct forward without im2col (KW*C >= 96), backward-data as a forward
      * convolution of dy with the flipped filter (stride 1, >= 16 channels per
      * group, or 1x1), their edges (odd sizes, O not a multiple of the kernel
      * width), groups, dilation, stride 2 and batch 1 */
-    {.name = "wide_3x3_c32_o16_same", .op = "conv2d", .attrs = "padding=SAME", .n_in = 3,
-     .in = {X4(2, 6, 5, 32), X4(3, 3, 32, 16), B1(16)}, .training = true, .eps = 2e-3},
-    {.name = "wide_3x3_c16_o24_valid_b1", .op = "conv2d", .attrs = "padding=VALID", .n_in = 2,
-     .in = {X4(1, 7, 6, 16), X4(3, 3, 16, 24)}, .training = true, .eps = 2e-3},
-    {.name = "wide_3x3_c48_o40_s2", .op = "conv2d", .attrs = "strides=[2,2]; padding=SAME",
-     .n_in = 3, .in = {X4(2, 7, 7, 48), X4(3, 3, 48, 40), B1(40)}, .training = true, .eps = 2e-3},
-    {.name = "wide_1x1_c32_o20", .op = "conv2d", .attrs = "padding=VALID", .n_in = 2,
-     .in = {X4(3, 5, 3, 32), X4(1, 1, 32, 20)}, .training = true, .eps = 2e-3},
-    {.name = "wide_1x1_c32_o16_s2", .op = "conv2d", .attrs = "strides=[2,2]", .n_in = 3,
-     .in = {X4(2, 6, 5, 32), X4(1, 1, 32, 16), B1(16)}, .training = true, .eps = 2e-3},
-    {.name = "wide_groups2_c32_o32", .op = "conv2d", .attrs = "groups=2; padding=SAME", .n_in = 2,
-     .in = {X4(2, 5, 5, 32), X4(3, 3, 16, 32)}, .training = true, .eps = 2e-3},
-    {.name = "wide_dilated_c32_o16", .op = "conv2d", .attrs = "dilations=[2,2]; padding=SAME",
-     .n_in = 2, .in = {X4(1, 8, 7, 32), X4(3, 3, 32, 16)}, .training = true, .eps = 2e-3},
-    {.name = "wide_5x5_c32_o64_explicit", .op = "conv2d",
-     .attrs = "padding=EXPLICIT; pads=[2,1,0,2]", .n_in = 3,
-     .in = {X4(2, 9, 8, 32), X4(5, 5, 32, 64), B1(64)}, .training = true, .eps = 2e-3},
+    {.name = "wide_3x3_c32_o16_same",
+     .op = "conv2d",
+     .attrs = "padding=SAME",
+     .n_in = 3,
+     .in = {X4(2, 6, 5, 32), X4(3, 3, 32, 16), B1(16)},
+     .training = true,
+     .eps = 2e-3},
+    {.name = "wide_3x3_c16_o24_valid_b1",
+     .op = "conv2d",
+     .attrs = "padding=VALID",
+     .n_in = 2,
+     .in = {X4(1, 7, 6, 16), X4(3, 3, 16, 24)},
+     .training = true,
+     .eps = 2e-3},
+    {.name = "wide_3x3_c48_o40_s2",
+     .op = "conv2d",
+     .attrs = "strides=[2,2]; padding=SAME",
+     .n_in = 3,
+     .in = {X4(2, 7, 7, 48), X4(3, 3, 48, 40), B1(40)},
+     .training = true,
+     .eps = 2e-3},
+    {.name = "wide_1x1_c32_o20",
+     .op = "conv2d",
+     .attrs = "padding=VALID",
+     .n_in = 2,
+     .in = {X4(3, 5, 3, 32), X4(1, 1, 32, 20)},
+     .training = true,
+     .eps = 2e-3},
+    {.name = "wide_1x1_c32_o16_s2",
+     .op = "conv2d",
+     .attrs = "strides=[2,2]",
+     .n_in = 3,
+     .in = {X4(2, 6, 5, 32), X4(1, 1, 32, 16), B1(16)},
+     .training = true,
+     .eps = 2e-3},
+    {.name = "wide_groups2_c32_o32",
+     .op = "conv2d",
+     .attrs = "groups=2; padding=SAME",
+     .n_in = 2,
+     .in = {X4(2, 5, 5, 32), X4(3, 3, 16, 32)},
+     .training = true,
+     .eps = 2e-3},
+    {.name = "wide_dilated_c32_o16",
+     .op = "conv2d",
+     .attrs = "dilations=[2,2]; padding=SAME",
+     .n_in = 2,
+     .in = {X4(1, 8, 7, 32), X4(3, 3, 32, 16)},
+     .training = true,
+     .eps = 2e-3},
+    {.name = "wide_5x5_c32_o64_explicit",
+     .op = "conv2d",
+     .attrs = "padding=EXPLICIT; pads=[2,1,0,2]",
+     .n_in = 3,
+     .in = {X4(2, 9, 8, 32), X4(5, 5, 32, 64), B1(64)},
+     .training = true,
+     .eps = 2e-3},
     /* ---- known values ---- */
     {.name = "known_valid_ones",
      .op = "conv2d",
@@ -430,9 +496,12 @@ static int conv_backward_determinism(const slim_registry *reg, const char *attrs
     uint64_t s = 88172645463325252ull;
     for (int i = 0; i < 3; i++) {
         n[i] = slim_shape_numel(&in[i].shape);
-        data[i] = malloc((size_t)n[i] * sizeof(float) + 256 /* BLIS over-reads, see engine/gemm.h */);
-        din[i] = malloc((size_t)n[i] * sizeof(float) + 256 /* BLIS over-reads, see engine/gemm.h */);
-        din2[i] = malloc((size_t)n[i] * sizeof(float) + 256 /* BLIS over-reads, see engine/gemm.h */);
+        data[i] =
+            malloc((size_t)n[i] * sizeof(float) + 256 /* BLIS over-reads, see engine/gemm.h */);
+        din[i] =
+            malloc((size_t)n[i] * sizeof(float) + 256 /* BLIS over-reads, see engine/gemm.h */);
+        din2[i] =
+            malloc((size_t)n[i] * sizeof(float) + 256 /* BLIS over-reads, see engine/gemm.h */);
         for (int64_t k = 0; k < n[i]; k++) {
             s ^= s << 13, s ^= s >> 7, s ^= s << 17;
             data[i][k] = (float)(s >> 40) / 16777216.0f - 0.5f;
