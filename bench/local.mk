@@ -9,7 +9,8 @@ bench_conv_bench_LDADD = libslim_core.la
 bench_train_step_SOURCES = bench/train_step.c
 bench_train_step_LDADD = libslim_core.la
 CLEANFILES += $(EXTRA_PROGRAMS)
-EXTRA_DIST += bench/run.sh bench/README.md bench/benchutil.h bench/torch_anchor.py
+EXTRA_DIST += bench/run.sh bench/README.md bench/benchutil.h bench/torch_anchor.py \
+	bench/fmnist_compare.sh bench/torch_fmnist.py
 
 bench: $(EXTRA_PROGRAMS)
 .PHONY: bench

@@ -13,4 +13,4 @@ dist_modelscommon_DATA = \
 	models/common/inception.yaml models/common/resnet_arg_scope.yaml \
 	models/common/resnet_v1.yaml models/common/resnet_v2.yaml
 modelsexamplesdir = $(pkgdatadir)/models/examples
-dist_modelsexamples_DATA = models/examples/resnet_cifar.yaml
+dist_modelsexamples_DATA = models/examples/resnet_cifar.yaml models/examples/resnet_fmnist.yaml
