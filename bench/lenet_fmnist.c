@@ -67,23 +67,39 @@ static slim_graph *lenet(slim_registry *reg, int batch, int classes)
     slim_graph_input(g, "images", SLIM_F32, &xs, &x, &err);
     slim_graph_input(g, "labels", SLIM_I32, &ys, &y, &err);
     slim_tid h;
-    h = bench_layer("lenet_fmnist", g, "conv2d", "LeNet/conv1", (slim_tid[]){x, weights(g, "LeNet/conv1/weights", 4, (int64_t[]){5, 5, 1, 32}, false),
-              weights(g, "LeNet/conv1/biases", 1, (int64_t[]){32}, true)}, 3, "padding=SAME");
+    h = bench_layer(
+        "lenet_fmnist", g, "conv2d", "LeNet/conv1",
+        (slim_tid[]){x, weights(g, "LeNet/conv1/weights", 4, (int64_t[]){5, 5, 1, 32}, false),
+                     weights(g, "LeNet/conv1/biases", 1, (int64_t[]){32}, true)},
+        3, "padding=SAME");
     h = bench_layer("lenet_fmnist", g, "relu", "LeNet/conv1/Relu", &h, 1, NULL);
-    h = bench_layer("lenet_fmnist", g, "max_pool", "LeNet/pool1", &h, 1, "ksize=[2,2]; strides=[2,2]; padding=VALID");
-    h = bench_layer("lenet_fmnist", g, "conv2d", "LeNet/conv2", (slim_tid[]){h, weights(g, "LeNet/conv2/weights", 4, (int64_t[]){5, 5, 32, 64}, false),
-              weights(g, "LeNet/conv2/biases", 1, (int64_t[]){64}, true)}, 3, "padding=SAME");
+    h = bench_layer("lenet_fmnist", g, "max_pool", "LeNet/pool1", &h, 1,
+                    "ksize=[2,2]; strides=[2,2]; padding=VALID");
+    h = bench_layer(
+        "lenet_fmnist", g, "conv2d", "LeNet/conv2",
+        (slim_tid[]){h, weights(g, "LeNet/conv2/weights", 4, (int64_t[]){5, 5, 32, 64}, false),
+                     weights(g, "LeNet/conv2/biases", 1, (int64_t[]){64}, true)},
+        3, "padding=SAME");
     h = bench_layer("lenet_fmnist", g, "relu", "LeNet/conv2/Relu", &h, 1, NULL);
-    h = bench_layer("lenet_fmnist", g, "max_pool", "LeNet/pool2", &h, 1, "ksize=[2,2]; strides=[2,2]; padding=VALID");
+    h = bench_layer("lenet_fmnist", g, "max_pool", "LeNet/pool2", &h, 1,
+                    "ksize=[2,2]; strides=[2,2]; padding=VALID");
     h = bench_layer("lenet_fmnist", g, "flatten", "LeNet/Flatten", &h, 1, NULL);
-    h = bench_layer("lenet_fmnist", g, "fully_connected", "LeNet/fc3", (slim_tid[]){h, weights(g, "LeNet/fc3/weights", 2, (int64_t[]){7 * 7 * 64, 1024}, false),
-              weights(g, "LeNet/fc3/biases", 1, (int64_t[]){1024}, true)}, 3, NULL);
+    h = bench_layer(
+        "lenet_fmnist", g, "fully_connected", "LeNet/fc3",
+        (slim_tid[]){h, weights(g, "LeNet/fc3/weights", 2, (int64_t[]){7 * 7 * 64, 1024}, false),
+                     weights(g, "LeNet/fc3/biases", 1, (int64_t[]){1024}, true)},
+        3, NULL);
     h = bench_layer("lenet_fmnist", g, "relu", "LeNet/fc3/Relu", &h, 1, NULL);
     h = bench_layer("lenet_fmnist", g, "dropout", "LeNet/dropout3", &h, 1, "keep_prob=0.5");
-    slim_tid logits = bench_layer("lenet_fmnist", g, "fully_connected", "LeNet/fc4", (slim_tid[]){h, weights(g, "LeNet/fc4/weights", 2, (int64_t[]){1024, classes}, false),
-              weights(g, "LeNet/fc4/biases", 1, (int64_t[]){classes}, true)}, 3, NULL);
-    slim_tid loss = bench_layer("lenet_fmnist", g, "softmax_cross_entropy", "loss", (slim_tid[]){logits, y}, 2, NULL);
-    slim_tid acc = bench_layer("lenet_fmnist", g, "in_top_k", "accuracy", (slim_tid[]){logits, y}, 2, "k=1");
+    slim_tid logits = bench_layer(
+        "lenet_fmnist", g, "fully_connected", "LeNet/fc4",
+        (slim_tid[]){h, weights(g, "LeNet/fc4/weights", 2, (int64_t[]){1024, classes}, false),
+                     weights(g, "LeNet/fc4/biases", 1, (int64_t[]){classes}, true)},
+        3, NULL);
+    slim_tid loss = bench_layer("lenet_fmnist", g, "softmax_cross_entropy", "loss",
+                                (slim_tid[]){logits, y}, 2, NULL);
+    slim_tid acc =
+        bench_layer("lenet_fmnist", g, "in_top_k", "accuracy", (slim_tid[]){logits, y}, 2, "k=1");
     if (slim_graph_set_loss(g, loss, &err) || slim_graph_mark_output(g, logits, &err) ||
         slim_graph_mark_output(g, acc, &err))
         die("build", &err);
@@ -168,23 +184,39 @@ static void usage(void)
 
 int main(int argc, char **argv)
 {
-    opts o = {.dataset_dir = "/usr/share/datasets/fashion-mnist", .epochs = 3, .batch = 64,
-              .threads = 2, .lr = 0.01, .momentum = 0.9, .seed = 0, .log_every = 100};
+    opts o = {.dataset_dir = "/usr/share/datasets/fashion-mnist",
+              .epochs = 3,
+              .batch = 64,
+              .threads = 2,
+              .lr = 0.01,
+              .momentum = 0.9,
+              .seed = 0,
+              .log_every = 100};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = strchr(a, '=');
         if (!v)
             usage();
         v++;
-        if (!strncmp(a, "--dataset_dir=", 14)) o.dataset_dir = v;
-        else if (!strncmp(a, "--num_epochs=", 13)) o.epochs = atoi(v);
-        else if (!strncmp(a, "--batch_size=", 13)) o.batch = atoi(v);
-        else if (!strncmp(a, "--learning_rate=", 16)) o.lr = atof(v);
-        else if (!strncmp(a, "--momentum=", 11)) o.momentum = atof(v);
-        else if (!strncmp(a, "--num_threads=", 14)) o.threads = atoi(v);
-        else if (!strncmp(a, "--seed=", 7)) o.seed = strtoull(v, NULL, 10);
-        else if (!strncmp(a, "--log_every_n_steps=", 20)) o.log_every = atoi(v);
-        else if (!strncmp(a, "--json=", 7)) o.json = v;
-        else usage();
+        if (!strncmp(a, "--dataset_dir=", 14))
+            o.dataset_dir = v;
+        else if (!strncmp(a, "--num_epochs=", 13))
+            o.epochs = atoi(v);
+        else if (!strncmp(a, "--batch_size=", 13))
+            o.batch = atoi(v);
+        else if (!strncmp(a, "--learning_rate=", 16))
+            o.lr = atof(v);
+        else if (!strncmp(a, "--momentum=", 11))
+            o.momentum = atof(v);
+        else if (!strncmp(a, "--num_threads=", 14))
+            o.threads = atoi(v);
+        else if (!strncmp(a, "--seed=", 7))
+            o.seed = strtoull(v, NULL, 10);
+        else if (!strncmp(a, "--log_every_n_steps=", 20))
+            o.log_every = atoi(v);
+        else if (!strncmp(a, "--json=", 7))
+            o.json = v;
+        else
+            usage();
     }
     if (o.epochs < 1 || o.batch < 1 || o.threads < 1 || o.log_every < 1)
         usage();
@@ -201,8 +233,10 @@ int main(int argc, char **argv)
     slim_attrs *oa = slim_attrs_new();
     slim_attrs_set_float(oa, "momentum", o.momentum);
     slim_program *train, *eval;
-    slim_compile_opts co = {.training = true, .num_threads = o.threads,
-                            .optimizer = "momentum_update", .optimizer_attrs = oa};
+    slim_compile_opts co = {.training = true,
+                            .num_threads = o.threads,
+                            .optimizer = "momentum_update",
+                            .optimizer_attrs = oa};
     if (slim_graph_compile(g, &co, &train, &err))
         die("compile (train)", &err);
     co.training = false;
@@ -254,10 +288,11 @@ int main(int argc, char **argv)
                 double el = now() - t_start;
                 double ips = (double)(step + 1) * o.batch / el;
                 double eta = (double)(total_steps - step - 1) * o.batch / ips;
-                fprintf(stderr, "%sstep %lld/%lld  epoch %d  loss %.4f  accuracy %.3f  lr %g  "
-                        "%.0f images/s  ETA %.0fs%s", tty ? "\r" : "", (long long)step + 1,
-                        (long long)total_steps, ep + 1, loss_sum / seen, acc_sum / seen, o.lr, ips,
-                        eta, tty ? "   " : "\n");
+                fprintf(stderr,
+                        "%sstep %lld/%lld  epoch %d  loss %.4f  accuracy %.3f  lr %g  "
+                        "%.0f images/s  ETA %.0fs%s",
+                        tty ? "\r" : "", (long long)step + 1, (long long)total_steps, ep + 1,
+                        loss_sum / seen, acc_sum / seen, o.lr, ips, eta, tty ? "   " : "\n");
             }
         }
         double train_s = now() - t_ep;
@@ -271,11 +306,12 @@ int main(int argc, char **argv)
                (double)steps_per_epoch * o.batch / train_s, eval_s);
         fflush(stdout);
         if (js) {
-            fprintf(js, "{\"epoch\": %d, \"train_loss\": %.5f, \"test_accuracy\": %.5f, "
+            fprintf(js,
+                    "{\"epoch\": %d, \"train_loss\": %.5f, \"test_accuracy\": %.5f, "
                     "\"train_seconds\": %.3f, \"images_per_second\": %.1f, \"eval_seconds\": %.3f, "
                     "\"threads\": %d, \"batch\": %d}\n",
-                    ep + 1, loss_sum / seen, acc, train_s, (double)steps_per_epoch * o.batch / train_s,
-                    eval_s, o.threads, o.batch);
+                    ep + 1, loss_sum / seen, acc, train_s,
+                    (double)steps_per_epoch * o.batch / train_s, eval_s, o.threads, o.batch);
             fflush(js);
         }
     }

@@ -109,7 +109,8 @@ static slim_graph *new_graph(slim_registry *reg, int batch, int h, int w, int ch
 static void finish(slim_graph *g, slim_tid logits, slim_tid y)
 {
     slim_error err = {0};
-    slim_tid loss = bench_layer("train_step", g, "softmax_cross_entropy", "loss", (slim_tid[]){logits, y}, 2, NULL);
+    slim_tid loss = bench_layer("train_step", g, "softmax_cross_entropy", "loss",
+                                (slim_tid[]){logits, y}, 2, NULL);
     if (slim_graph_set_loss(g, loss, &err) || slim_graph_mark_output(g, logits, &err))
         die("build", &err);
 }
@@ -123,10 +124,12 @@ static slim_graph *lenet(slim_registry *reg, int batch, const opts *o)
     slim_init wi = tnormal(0.1), bi = constant(0);
     h = dense(g, "conv2d", "LeNet/conv1", x, 4, (int64_t[]){5, 5, 1, 32}, wi, bi, "padding=SAME");
     h = relu(g, "LeNet/conv1", h);
-    h = bench_layer("train_step", g, "max_pool", "LeNet/pool1", &h, 1, "ksize=[2,2]; strides=[2,2]; padding=VALID");
+    h = bench_layer("train_step", g, "max_pool", "LeNet/pool1", &h, 1,
+                    "ksize=[2,2]; strides=[2,2]; padding=VALID");
     h = dense(g, "conv2d", "LeNet/conv2", h, 4, (int64_t[]){5, 5, 32, 64}, wi, bi, "padding=SAME");
     h = relu(g, "LeNet/conv2", h);
-    h = bench_layer("train_step", g, "max_pool", "LeNet/pool2", &h, 1, "ksize=[2,2]; strides=[2,2]; padding=VALID");
+    h = bench_layer("train_step", g, "max_pool", "LeNet/pool2", &h, 1,
+                    "ksize=[2,2]; strides=[2,2]; padding=VALID");
     h = bench_layer("train_step", g, "flatten", "LeNet/Flatten", &h, 1, NULL);
     h = dense(g, "fully_connected", "LeNet/fc3", h, 2, (int64_t[]){7 * 7 * 64, 1024}, wi, bi, NULL);
     h = relu(g, "LeNet/fc3", h);

@@ -39,12 +39,14 @@ slim_status slim_idx_read(const char *path, slim_idx *out, slim_error *err)
     uint8_t magic[4];
     slim_status st = read_exact(f, magic, 4, path, 0, "header", err);
     if (st == SLIM_OK && (magic[0] || magic[1]))
-        st = slim__error(err, SLIM_ECORRUPT, "%s: byte 0: not an IDX file (magic %02x %02x %02x %02x)",
-                         path, magic[0], magic[1], magic[2], magic[3]);
+        st = slim__error(err, SLIM_ECORRUPT,
+                         "%s: byte 0: not an IDX file (magic %02x %02x %02x %02x)", path, magic[0],
+                         magic[1], magic[2], magic[3]);
     if (st == SLIM_OK && magic[2] != 0x08)
-        st = slim__error(err, SLIM_EUNSUPPORTED,
-                         "%s: byte 2: element type 0x%02x is not supported (only 0x08, unsigned bytes)",
-                         path, magic[2]);
+        st = slim__error(
+            err, SLIM_EUNSUPPORTED,
+            "%s: byte 2: element type 0x%02x is not supported (only 0x08, unsigned bytes)", path,
+            magic[2]);
     if (st == SLIM_OK && (magic[3] < 1 || magic[3] > SLIM_MAX_DIMS))
         st = slim__error(err, SLIM_ECORRUPT, "%s: byte 3: rank %u is out of range 1..%d", path,
                          magic[3], SLIM_MAX_DIMS);

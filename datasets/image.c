@@ -391,9 +391,9 @@ static slim_status decode_png(const void *data, size_t len, const slim_decode_op
 {
     size_t cap = 0;
     out->data = NULL;
-    slim_status st = slim__png_decode(NULL, data, len, o && o->name ? o->name : "image",
-                                      o ? o->channels : 0, &out->data, &cap, &out->height,
-                                      &out->width, &out->channels, err);
+    slim_status st =
+        slim__png_decode(NULL, data, len, o && o->name ? o->name : "image", o ? o->channels : 0,
+                         &out->data, &cap, &out->height, &out->width, &out->channels, err);
     if (st)
         slim_image_fini(out);
     return st;

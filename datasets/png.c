@@ -91,12 +91,14 @@ static slim_status fast(slim__png *p, const uint8_t *d, size_t len, const char *
         uint32_t n = be32(d + at);
         const uint8_t *type4 = d + at + 4, *data = d + at + 8;
         if (n > len - at - 12)
-            return slim__error(err, SLIM_ECORRUPT, "%s: corrupt PNG: chunk %.4s at byte %zu is truncated",
-                               name, (const char *)type4, at);
+            return slim__error(err, SLIM_ECORRUPT,
+                               "%s: corrupt PNG: chunk %.4s at byte %zu is truncated", name,
+                               (const char *)type4, at);
         uint32_t crc = (uint32_t)crc32(crc32(0, type4, 4), data, n);
         if (crc != be32(data + n))
-            return slim__error(err, SLIM_ECORRUPT, "%s: corrupt PNG: chunk %.4s at byte %zu: CRC error",
-                               name, (const char *)type4, at);
+            return slim__error(err, SLIM_ECORRUPT,
+                               "%s: corrupt PNG: chunk %.4s at byte %zu: CRC error", name,
+                               (const char *)type4, at);
         if (!memcmp(type4, "IDAT", 4) && !end) {
             p->z.next_in = (Bytef *)data;
             p->z.avail_in = n;
@@ -114,8 +116,9 @@ static slim_status fast(slim__png *p, const uint8_t *d, size_t len, const char *
         at += 12 + (size_t)n;
     }
     if (p->z.avail_out != 0)
-        return slim__error(err, SLIM_ECORRUPT, "%s: corrupt PNG: image data ends after %zu of %zu bytes",
-                           name, rawn - p->z.avail_out, rawn);
+        return slim__error(err, SLIM_ECORRUPT,
+                           "%s: corrupt PNG: image data ends after %zu of %zu bytes", name,
+                           rawn - p->z.avail_out, rawn);
     *out = grow(*out, cap, (size_t)W * H * oc + 64);
     if (!*out)
         return slim__error(err, SLIM_ENOMEM, "out of memory");
@@ -125,8 +128,7 @@ static slim_status fast(slim__png *p, const uint8_t *d, size_t len, const char *
         uint8_t *row = p->raw + (size_t)y * (rowb + 1), f = row[0];
         uint8_t *x = row + 1;
         switch (f) {
-        case 0:
-            break;
+        case 0: break;
         case 1:
             for (size_t i = (size_t)sc; i < rowb; i++)
                 x[i] = (uint8_t)(x[i] + x[i - sc]);

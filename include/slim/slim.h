@@ -87,12 +87,12 @@ typedef enum slim_fan_mode { SLIM_FAN_IN = 0, SLIM_FAN_OUT, SLIM_FAN_AVG } slim_
 
 typedef struct slim_init {
     slim_init_kind kind;
-    double value;         /* CONSTANT */
-    double lo, hi;        /* UNIFORM */
-    double mean, stddev;  /* NORMAL, TRUNCATED_NORMAL */
-    double factor;        /* VARIANCE_SCALING */
-    slim_fan_mode mode;   /* VARIANCE_SCALING */
-    bool uniform;         /* VARIANCE_SCALING */
+    double value;        /* CONSTANT */
+    double lo, hi;       /* UNIFORM */
+    double mean, stddev; /* NORMAL, TRUNCATED_NORMAL */
+    double factor;       /* VARIANCE_SCALING */
+    slim_fan_mode mode;  /* VARIANCE_SCALING */
+    bool uniform;        /* VARIANCE_SCALING */
 } slim_init;
 
 enum {
@@ -100,31 +100,28 @@ enum {
 };
 
 typedef struct slim_param_opts {
-    unsigned flags;     /* default (opts NULL): SLIM_PARAM_TRAINABLE */
-    float lr_mult;      /* learning-rate multiplier (0 means 1) */
+    unsigned flags; /* default (opts NULL): SLIM_PARAM_TRAINABLE */
+    float lr_mult;  /* learning-rate multiplier (0 means 1) */
 } slim_param_opts;
 
-SLIM_EXPORT slim_status slim_graph_new(const slim_registry *reg, slim_graph **out,
-                                       slim_error *err);
+SLIM_EXPORT slim_status slim_graph_new(const slim_registry *reg, slim_graph **out, slim_error *err);
 SLIM_EXPORT void slim_graph_free(slim_graph *g);
 
 /* A tensor fed at run time. */
 SLIM_EXPORT slim_status slim_graph_input(slim_graph *g, const char *name, slim_dtype dtype,
-                                         const slim_shape *shape, slim_tid *out,
-                                         slim_error *err);
+                                         const slim_shape *shape, slim_tid *out, slim_error *err);
 /* A persistent f32 tensor (weights, biases, batch-norm statistics). Without
  * SLIM_PARAM_TRAINABLE it is state: read by ops, written only by ops that
  * declare it (batch-norm moving averages), never by the optimizer. */
-SLIM_EXPORT slim_status slim_graph_param(slim_graph *g, const char *name,
-                                         const slim_shape *shape, const slim_init *init,
-                                         const slim_param_opts *opts, slim_tid *out,
-                                         slim_error *err);
+SLIM_EXPORT slim_status slim_graph_param(slim_graph *g, const char *name, const slim_shape *shape,
+                                         const slim_init *init, const slim_param_opts *opts,
+                                         slim_tid *out, slim_error *err);
 /* Add a node of a registered op kind. Its outputs are named name, name:1, ...
  * Shapes are inferred here: errors name the node, the op and the shapes. */
 SLIM_EXPORT slim_status slim_graph_add(slim_graph *g, const char *op, const char *name,
                                        const slim_tid *inputs, int n_inputs,
-                                       const slim_attrs *attrs, slim_tid *outputs,
-                                       int max_outputs, int *n_outputs, slim_error *err);
+                                       const slim_attrs *attrs, slim_tid *outputs, int max_outputs,
+                                       int *n_outputs, slim_error *err);
 SLIM_EXPORT slim_status slim_graph_find(const slim_graph *g, const char *name, slim_tid *out);
 SLIM_EXPORT slim_status slim_graph_tensor_info(const slim_graph *g, slim_tid t,
                                                slim_tensor_desc *desc);
@@ -170,14 +167,14 @@ SLIM_EXPORT void slim_program_free(slim_program *p);
 
 typedef struct slim_run_opts {
     float learning_rate;
-    int64_t step;  /* global step: dropout masks etc. depend on (seed, step) */
+    int64_t step; /* global step: dropout masks etc. depend on (seed, step) */
     uint64_t seed;
 } slim_run_opts;
 
 /* Inputs: write into the returned view before run (a bound input: a view of
  * the bound memory, which the program only reads). */
-SLIM_EXPORT slim_status slim_program_input(slim_program *p, const char *name,
-                                           slim_tensor *view, slim_error *err);
+SLIM_EXPORT slim_status slim_program_input(slim_program *p, const char *name, slim_tensor *view,
+                                           slim_error *err);
 /* Zero-copy input: the program reads input `name` straight from `data` until
  * it is unbound (data NULL) or bound again; never during a run. desc must
  * match the input's dtype and shape; data must be SLIM_BIND_ALIGN-aligned, and
@@ -191,11 +188,11 @@ SLIM_EXPORT slim_status slim_program_bind_input(slim_program *p, const char *nam
                                                 const slim_tensor_desc *desc, const void *data,
                                                 size_t bytes, slim_error *err);
 /* Outputs marked with slim_graph_mark_output, and the loss; valid until the next run. */
-SLIM_EXPORT slim_status slim_program_output(slim_program *p, const char *name,
-                                            slim_tensor *view, slim_error *err);
+SLIM_EXPORT slim_status slim_program_output(slim_program *p, const char *name, slim_tensor *view,
+                                            slim_error *err);
 /* The gradient of a trainable parameter from the last run. */
-SLIM_EXPORT slim_status slim_program_grad(slim_program *p, const char *param,
-                                          slim_tensor *view, slim_error *err);
+SLIM_EXPORT slim_status slim_program_grad(slim_program *p, const char *param, slim_tensor *view,
+                                          slim_error *err);
 /* Optimizer slot of a parameter ("momentum", ...) for checkpoints. */
 SLIM_EXPORT slim_status slim_program_slot(slim_program *p, const char *param, int i,
                                           slim_tensor *view, slim_error *err);
@@ -207,10 +204,10 @@ SLIM_EXPORT slim_status slim_program_global_norm(const slim_program *p, float *n
                                                  slim_error *err);
 
 typedef struct slim_program_stats {
-    size_t arena_bytes;      /* planned peak of activations, gradients, workspaces */
-    size_t naive_bytes;      /* what one buffer per tensor would take */
-    size_t param_bytes;      /* parameters (owned by the graph) */
-    size_t slot_bytes;       /* optimizer slots */
+    size_t arena_bytes;                  /* planned peak of activations, gradients, workspaces */
+    size_t naive_bytes;                  /* what one buffer per tensor would take */
+    size_t param_bytes;                  /* parameters (owned by the graph) */
+    size_t slot_bytes;                   /* optimizer slots */
     int n_forward, n_backward, n_update; /* scheduled kernels */
     int num_threads;
 } slim_program_stats;

@@ -333,7 +333,8 @@ static void test_png(void)
     uint8_t rgba[6 * 5 * 4];
     for (int i = 0; i < 30; i++) {
         g16[i] = (uint16_t)(i * 2000);
-        rgba[4 * i] = (uint8_t)(i * 8), rgba[4 * i + 1] = 7, rgba[4 * i + 2] = 200, rgba[4 * i + 3] = 255;
+        rgba[4 * i] = (uint8_t)(i * 8), rgba[4 * i + 1] = 7, rgba[4 * i + 2] = 200,
+                 rgba[4 * i + 3] = 255;
     }
     for (int k = 0; k < 2; k++) {
         png_image pi;
@@ -349,7 +350,8 @@ static void test_png(void)
         png_image_write_to_memory(&pi, buf, &sz, 0, src, 0, NULL);
         st = slim_image_decode(buf, sz, NULL, &back, &err);
         tap_ok(st == SLIM_OK && back.width == 6 && back.height == 5 &&
-                   back.channels == (k ? 3 : 1) && (!k || (back.data[3] == 8 && back.data[5] == 200)),
+                   back.channels == (k ? 3 : 1) &&
+                   (!k || (back.data[3] == 8 && back.data[5] == 200)),
                "PNG %s decodes through libpng", k ? "RGBA" : "16-bit gray");
         if (!st)
             slim_image_fini(&back);

@@ -7,8 +7,9 @@
 #include <string.h>
 
 #define FAMILIES(X)                                                                                \
-    X(conv) X(pool) X(fc) X(batch_norm) X(activation) X(softmax) X(elementwise) X(shape)          \
-    X(dropout) X(lrn) X(loss) X(optim) X(optim_adaptive)
+    X(conv)                                                                                        \
+    X(pool) X(fc) X(batch_norm) X(activation) X(softmax) X(elementwise) X(shape) X(dropout) X(lrn) \
+        X(loss) X(optim) X(optim_adaptive)
 
 #define X_DECL(f) extern const harness_family harness_family_##f;
 FAMILIES(X_DECL)
