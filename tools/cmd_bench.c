@@ -207,6 +207,7 @@ typedef struct node_row {
 } node_row;
 
 typedef struct mode_result {
+    char model_name[256], model_path[1024]; /* the info's strings, which outlive the model */
     bool train;
     int iters, warmup;
     double ms_median, ms_min, ms_max, img_s, gflop_iter, gflops, other;
@@ -338,6 +339,10 @@ static int run_mode(const bench_cli *c, const char *path, bool train, mode_resul
     if (slim_model_load(reg, path, &mo, &m, &err) != SLIM_OK)
         goto fail;
     *info = *slim_model_get_info(m);
+    snprintf(r->model_name, sizeof r->model_name, "%s", info->name ? info->name : "");
+    snprintf(r->model_path, sizeof r->model_path, "%s", info->path ? info->path : "");
+    info->name = r->model_name; /* the model's own strings go with slim_model_free */
+    info->path = r->model_path;
     slim_graph *g = slim_model_graph(m);
     char opname[64];
     snprintf(opname, sizeof opname, "%s_update", c->optimizer);
