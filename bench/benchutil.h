@@ -75,20 +75,9 @@ static inline slim_tid bench_layer(const char *prog, slim_graph *g, const char *
 {
     slim_error err = {0};
     slim_attrs *a = slim_attrs_new();
-    char buf[256];
-    snprintf(buf, sizeof buf, "%s", attrs ? attrs : "");
-    char *save = NULL;
-    for (char *t = strtok_r(buf, ";", &save); t; t = strtok_r(NULL, ";", &save)) {
-        char *eq = strchr(t, '=');
-        if (!eq)
-            continue;
-        *eq = 0;
-        while (*t == ' ')
-            t++;
-        if (slim_attrs_set_text(a, t, eq + 1) != SLIM_OK) {
-            fprintf(stderr, "%s: %s: cannot set attribute %s\n", prog, name, t);
-            exit(1);
-        }
+    if (slim_attrs_set_list(a, attrs) != SLIM_OK) {
+        fprintf(stderr, "%s: %s: cannot set the attributes \"%s\"\n", prog, name, attrs);
+        exit(1);
     }
     slim_tid out;
     if (slim_graph_add(g, op, name, in, n, a, &out, 1, NULL, &err) != SLIM_OK) {

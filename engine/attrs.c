@@ -180,6 +180,43 @@ slim_status slim_attrs_set_text(slim_attrs *a, const char *key, const char *text
     return set_string(a, key, text, GIVEN_TEXT);
 }
 
+/* [s, e) without the spaces at either end, copied into a new string. */
+static char *trimmed(const char *s, const char *e)
+{
+    while (s < e && *s == ' ')
+        s++;
+    while (e > s && e[-1] == ' ')
+        e--;
+    return strndup(s, (size_t)(e - s));
+}
+
+slim_status slim_attrs_set_list(slim_attrs *a, const char *text)
+{
+    for (const char *p = text; p && *p;) {
+        const char *end = strchr(p, ';'), *eq = strchr(p, '=');
+        if (!end)
+            end = p + strlen(p);
+        if (!eq || eq > end) {
+            bool blank = true; /* "a=1;" and "a=1; " end with an empty part */
+            for (const char *q = p; q < end; q++)
+                blank &= *q == ' ';
+            if (!blank)
+                return SLIM_EINVAL;
+        } else {
+            char *k = trimmed(p, eq), *v = trimmed(eq + 1, end);
+            slim_status st = !k || !v ? SLIM_ENOMEM
+                             : !k[0]  ? SLIM_EINVAL
+                                      : slim_attrs_set_text(a, k, v);
+            free(k);
+            free(v);
+            if (st != SLIM_OK)
+                return st;
+        }
+        p = *end ? end + 1 : end;
+    }
+    return SLIM_OK;
+}
+
 /* ---- resolution ---------------------------------------------------------- */
 
 static const char *type_name(slim_attr_type t)

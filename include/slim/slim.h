@@ -66,6 +66,10 @@ SLIM_EXPORT slim_status slim_attrs_set_floats(slim_attrs *a, const char *key, co
 /* Set from text, parsed by the schema type when the node is added
  * ("3", "[2, 2]", "SAME", "true"): what a config-file front end needs. */
 SLIM_EXPORT slim_status slim_attrs_set_text(slim_attrs *a, const char *key, const char *text);
+/* Several at once from "key=value; key=value" text (spaces around keys and
+ * values ignored), each as slim_attrs_set_text. NULL or "" sets nothing; a
+ * part without '=' or an empty key is SLIM_EINVAL, with what came before it set. */
+SLIM_EXPORT slim_status slim_attrs_set_list(slim_attrs *a, const char *text);
 
 /* ---- graph -------------------------------------------------------------- */
 

@@ -1,6 +1,7 @@
 /* tests/engine/test_attrs.c - attribute text parsing and schema checks, with
  * the exact messages users see. */
 #include "../ops/harness.h"
+#include "engine/attrs.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -29,11 +30,45 @@ static void expect(const char *op, const char *key, const char *text, slim_statu
     slim_graph_free(g);
 }
 
+/* slim_attrs_set_list: "k=v; k=v" with spaces, a trailing ';', and its errors */
+static void set_list(void)
+{
+    slim_graph *g;
+    slim_error err = {0};
+    slim_graph_new(reg, &g, &err);
+    slim_tid x, y;
+    slim_graph_input(g, "x", SLIM_F32, &(slim_shape){4, {1, 6, 6, 2}}, &x, &err);
+    slim_attrs *a = slim_attrs_new();
+    slim_status st = slim_attrs_set_list(a, " ksize = [3, 3] ;strides=[2,2];  padding = VALID ; ");
+    slim_tensor_desc d = {0};
+    bool ok = st == SLIM_OK && slim__attrs_count(a) == 3 &&
+              slim_graph_add(g, "max_pool", "p", &x, 1, a, &y, 1, NULL, &err) == SLIM_OK &&
+              slim_graph_tensor_info(g, y, &d) == SLIM_OK && d.shape.dim[1] == 2 &&
+              d.shape.dim[2] == 2;
+    harness_ok(ok,
+               "set_list: three attributes with spaces and a trailing ';' give a 3x3/2 VALID "
+               "pool (6x6 -> %lldx%lld)",
+               (long long)d.shape.dim[1], (long long)d.shape.dim[2]);
+    slim_attrs_free(a);
+    a = slim_attrs_new();
+    harness_ok(slim_attrs_set_list(a, NULL) == SLIM_OK && slim_attrs_set_list(a, "") == SLIM_OK &&
+                   slim__attrs_count(a) == 0,
+               "set_list: NULL and \"\" set nothing");
+    harness_ok(slim_attrs_set_list(a, "alpha=1; beta") == SLIM_EINVAL &&
+                   slim_attrs_set_list(a, " = 3") == SLIM_EINVAL && slim__attrs_count(a) == 1 &&
+                   !strcmp(slim__attrs_key(a, 0), "alpha"),
+               "set_list: a part without '=' or without a key is refused, what came before "
+               "it set");
+    slim_attrs_free(a);
+    slim_graph_free(g);
+}
+
 int main(void)
 {
     slim_error err;
     if (slim_registry_new(&reg, &err) != SLIM_OK)
         return 1;
+    set_list();
     expect("max_pool", "ksize", "[3, 3]", SLIM_OK, NULL);
     expect("max_pool", "ksize", "3,3", SLIM_OK, NULL);
     expect("max_pool", "ksize", "[3, 3.5]", SLIM_ETYPE,

@@ -27,17 +27,7 @@ static slim_tid add1(slim_graph *g, const char *op, const char *name, const slim
                      const char *attrs)
 {
     slim_attrs *a = slim_attrs_new();
-    if (attrs) {
-        char *dup = strdup(attrs), *save = NULL;
-        for (char *t = strtok_r(dup, ";", &save); t; t = strtok_r(NULL, ";", &save)) {
-            char *eq = strchr(t, '=');
-            *eq = 0;
-            while (*t == ' ')
-                t++;
-            slim_attrs_set_text(a, t, eq + 1);
-        }
-        free(dup);
-    }
+    CHECK(slim_attrs_set_list(a, attrs));
     slim_tid out;
     CHECK(slim_graph_add(g, op, name, in, n, a, &out, 1, NULL, &err));
     slim_attrs_free(a);

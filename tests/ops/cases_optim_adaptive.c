@@ -160,18 +160,7 @@ static slim_status make_runner(const slim_registry *reg, const char *op, const c
     if (scaled)
         descs[n_in - 1] = (slim_tensor_desc){SLIM_F32, {0}};
     slim_attrs *a = slim_attrs_new();
-    if (attrs) {
-        char buf[256];
-        snprintf(buf, sizeof buf, "%s", attrs);
-        char *save = NULL;
-        for (char *t = strtok_r(buf, ";", &save); t; t = strtok_r(NULL, ";", &save)) {
-            char *eq = strchr(t, '=');
-            while (*t == ' ')
-                t++;
-            *eq = 0;
-            slim_attrs_set_text(a, t, eq + 1);
-        }
-    }
+    slim_attrs_set_list(a, attrs);
     slim_status st = slim__oprun_new(reg, op, a, descs, n_in, true, nth, r, err);
     slim_attrs_free(a);
     return st;

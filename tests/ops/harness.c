@@ -61,36 +61,6 @@ static uint64_t hash_str(const char *s)
     return h | 1;
 }
 
-/* Parse "k=v; k=v" into attrs (values as text, typed by the schema). */
-static slim_status parse_attrs(const char *text, slim_attrs *a)
-{
-    if (!text)
-        return SLIM_OK;
-    char *dup = strdup(text), *save = NULL;
-    slim_status st = SLIM_OK;
-    for (char *tok = strtok_r(dup, ";", &save); tok && st == SLIM_OK;
-         tok = strtok_r(NULL, ";", &save)) {
-        char *eq = strchr(tok, '=');
-        if (!eq) {
-            st = SLIM_EINVAL;
-            break;
-        }
-        *eq = 0;
-        char *k = tok, *v = eq + 1;
-        while (*k == ' ')
-            k++;
-        for (char *e = k + strlen(k); e > k && e[-1] == ' ';)
-            *--e = 0;
-        while (*v == ' ')
-            v++;
-        for (char *e = v + strlen(v); e > v && e[-1] == ' ';)
-            *--e = 0;
-        st = slim_attrs_set_text(a, k, v);
-    }
-    free(dup);
-    return st;
-}
-
 typedef struct buf {
     slim_tensor_desc d;
     int64_t n;
@@ -203,7 +173,7 @@ int harness_run(const slim_registry *reg, const harness_case *c)
     slim_attrs *a = slim_attrs_new();
     slim__oprun *r1 = NULL, *r3 = NULL;
     slim_error err = {0};
-    slim_status st = parse_attrs(c->attrs, a);
+    slim_status st = slim_attrs_set_list(a, c->attrs);
     if (st != SLIM_OK) {
         harness_ok(false, "%s: attribute text '%s' does not parse", label, c->attrs);
         goto out;
