@@ -12,6 +12,7 @@
  * block parameters see the shapes built so far (in_channels ...).
  */
 #include "dsl/dsl.h"
+#include "engine/names.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,20 +23,12 @@ static const char *const reserved_keys[] = {"name", "inputs", "repeat", "stack",
 
 /* ---- the name table ------------------------------------------------------------ */
 
-static uint64_t hash_str(const char *s)
-{
-    uint64_t h = 1469598103934665603ull;
-    for (; *s; s++)
-        h = (h ^ (unsigned char)*s) * 1099511628211ull;
-    return h;
-}
-
 const dsl_name *dsl_name_get(const dsl *d, const char *name)
 {
     if (!d->cap_names)
         return NULL;
     uint64_t mask = (uint64_t)d->cap_names - 1;
-    for (uint64_t i = hash_str(name) & mask;; i = (i + 1) & mask) {
+    for (uint64_t i = slim__name_hash(name) & mask;; i = (i + 1) & mask) {
         const dsl_name *n = &d->names[i];
         if (!n->name)
             return NULL;
@@ -54,7 +47,7 @@ slim_status dsl_name_add(dsl *d, const char *name, slim_tid t, const dnode *at)
         for (int i = 0; i < d->cap_names; i++) {
             if (!d->names[i].name)
                 continue;
-            uint64_t j = hash_str(d->names[i].name) & (uint64_t)(cap - 1);
+            uint64_t j = slim__name_hash(d->names[i].name) & (uint64_t)(cap - 1);
             while (nn[j].name)
                 j = (j + 1) & (uint64_t)(cap - 1);
             nn[j] = d->names[i];
@@ -63,7 +56,7 @@ slim_status dsl_name_add(dsl *d, const char *name, slim_tid t, const dnode *at)
         d->cap_names = cap;
     }
     uint64_t mask = (uint64_t)d->cap_names - 1;
-    for (uint64_t i = hash_str(name) & mask;; i = (i + 1) & mask) {
+    for (uint64_t i = slim__name_hash(name) & mask;; i = (i + 1) & mask) {
         dsl_name *n = &d->names[i];
         if (!n->name) {
             n->name = name;

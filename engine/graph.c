@@ -327,22 +327,14 @@ slim_status slim_graph_param_get(const slim_graph *g, const char *name, slim_ten
     return slim__error(err, SLIM_ENOTFOUND, "no parameter named '%s'", name ? name : "(null)");
 }
 
-static uint64_t name_hash(const char *s)
-{
-    uint64_t h = 1469598103934665603ull; /* FNV-1a */
-    for (; *s; s++)
-        h = (h ^ (unsigned char)*s) * 1099511628211ull;
-    return h;
-}
-
 slim_status slim_graph_init_params(slim_graph *g, uint64_t seed, slim_error *err)
 {
     if (!g)
         return slim__error(err, SLIM_EINVAL, "no graph");
     for (int i = 0; i < g->n_params; i++) {
         slim__param *p = &g->params[i];
-        slim__init_fill(&p->init, &g->tensors[p->t].d.shape, p->data, seed ^ name_hash(p->name),
-                        p->name);
+        slim__init_fill(&p->init, &g->tensors[p->t].d.shape, p->data,
+                        seed ^ slim__name_hash(p->name), p->name);
     }
     g->params_ready = true;
     return SLIM_OK;

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static uint64_t hash(const char *s)
+uint64_t slim__name_hash(const char *s)
 {
     uint64_t h = 1469598103934665603ull; /* FNV-1a */
     for (; *s; s++)
@@ -17,7 +17,7 @@ static uint64_t hash(const char *s)
 static int slot(const char *const *key, int cap, const char *name)
 {
     int mask = cap - 1;
-    int i = (int)(hash(name) & (uint64_t)mask);
+    int i = (int)(slim__name_hash(name) & (uint64_t)mask);
     while (key[i] && strcmp(key[i], name) != 0)
         i = (i + 1) & mask;
     return i;

@@ -6,6 +6,7 @@
 #define SLIM_ENGINE_NAMES_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 typedef struct slim__names {
     int n, cap; /* cap is 0 or a power of two, kept at least 2n */
@@ -13,6 +14,8 @@ typedef struct slim__names {
     int *val;
 } slim__names;
 
+/* FNV-1a of a name: the map's hash, and the engine's per-parameter seed. */
+uint64_t slim__name_hash(const char *s);
 /* The value stored under `name`, or -1. */
 int slim__names_get(const slim__names *m, const char *name);
 /* Make room for n entries in all; false when out of memory. */

@@ -429,23 +429,15 @@ static void bn_backward_ref(const slim_kernel_ctx *c)
 {
     const bn_params *p = c->params;
     const int64_t C = p->ch, R = p->rows;
-    const float *x = c->in[0].data, *gamma = c->in[1].data, *dy0 = c->dout[0].data;
-    const float *y = c->out[0].data;
+    const float *x = c->in[0].data, *gamma = c->in[1].data, *dy = c->dout[0].data;
+    const float *y = c->out[0].data; /* for the activation's mask */
     float *dx = c->din[0].data, *dgamma = c->din[1].data, *dbeta = c->din[2].data;
-    float *dy = NULL; /* dy through the activation: in dx until dx is written */
-    if (dy0 && p->act != ACT_NONE && dx) {
-        for (int64_t i = 0; i < R * C; i++)
-            dx[i] = act_bwd(p->act, y[i], dy0[i]);
-        dy = dx;
-    } else if (dy0 && p->act == ACT_NONE) {
-        dy = (float *)dy0;
-    }
     for (int64_t j = 0; j < C; j++) {
         float m, inv;
         bn_stats(c, p, j, &m, &inv);
         double sdy = 0, sdyxh = 0;
-        for (int64_t r = 0; r < R && dy0; r++) {
-            float d = dy ? dy[r * C + j] : act_bwd(p->act, y[r * C + j], dy0[r * C + j]);
+        for (int64_t r = 0; r < R && dy; r++) {
+            float d = act_bwd(p->act, y[r * C + j], dy[r * C + j]);
             sdy += d;
             sdyxh += d * (x[r * C + j] - m) * (double)inv;
         }
@@ -454,7 +446,7 @@ static void bn_backward_ref(const slim_kernel_ctx *c)
         if (dgamma)
             dgamma[j] = (float)sdyxh;
         for (int64_t r = 0; r < R && dx; r++) {
-            double d = dy ? dy[r * C + j] : 0.0; /* read before dx[r, j] is written */
+            double d = dy ? act_bwd(p->act, y[r * C + j], dy[r * C + j]) : 0.0;
             if (p->batch_stats) {
                 double xh = (x[r * C + j] - m) * (double)inv;
                 d = d - sdy / (double)R - xh * sdyxh / (double)R;
