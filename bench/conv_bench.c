@@ -43,6 +43,9 @@ static const layer LAYERS[] = {
     {"LeNet conv2 5x5 32->64 14x14 b64", "", 64, 14, 14, 32, 5, 5, 64, 1},
     {"LeNet fc3 3136->1024 b64", "", 64, 1, 1, 3136, 0, 0, 1024, 1},
     {"LeNet fc4 1024->10 b64", "", 64, 1, 1, 1024, 0, 0, 10, 1},
+    /* Fashion-MNIST ResNet-14 (models/examples/resnet_fmnist.yaml): stage 1 and stage 2 */
+    {"ResNet-14 3x3 16->16 28x28 b64", "", 64, 28, 28, 16, 3, 3, 16, 1},
+    {"ResNet-14 3x3 32->32 14x14 b64", "", 64, 14, 14, 32, 3, 3, 32, 1},
 };
 #define N_LAYERS ((int)(sizeof LAYERS / sizeof LAYERS[0]))
 

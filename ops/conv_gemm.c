@@ -55,13 +55,14 @@ static bool direct_rows(const conv_geom *q)
 }
 
 /* Floats of one worker's im2col tile for conv_rows over q: T rows of K, or
- * for the direct path its (1 + MR*KH) runs of KW*C (zeros and the border
- * copies), which is more when the tile is only MR rows (tiny images). */
+ * for the direct path its (1 + MR2*KH) runs of KW*C (zeros and the border
+ * copies of a row block), which is more when the tile is only MR rows (tiny
+ * images). */
 static size_t rows_tile_floats(const conv_geom *q)
 {
     size_t tile = round16((size_t)(q->T * q->K));
     if (direct_rows(q)) {
-        size_t runs = (size_t)(1 + MR * q->KH) * round16((size_t)(q->KW * q->C));
+        size_t runs = (size_t)(1 + MR2 * q->KH) * round16((size_t)(q->KW * q->C));
         if (runs > tile)
             tile = runs;
     }
@@ -349,20 +350,23 @@ static void col2im_add(const conv_geom *q, const float *dcol, int64_t r0, int64_
  * of in (G == 1, DW == 1), so the micro-kernel takes each output row's run
  * where it lies, one filter row at a time, and copies only the runs a window
  * cuts at the left or right border; rows above and below read zeros.
- * scratch: (1 + MR*KH) runs (fits in the im2col tile's room). */
+ * Outputs of at most NARROW_NR channels go MR2 rows at a time (ukr_nn_narrow).
+ * scratch: (1 + MR2*KH) runs (rows_tile_floats counts them). */
 static void conv_rows_direct(const conv_geom *q, const float *in, const float *packed,
                              const float *bias, float *out, float *scratch, int64_t t0, int64_t t1)
 {
     const int64_t M = q->N * q->OH * q->OW, nb = (q->Og + NR - 1) / NR, run = q->KW * q->C;
     const int64_t rs = round16((size_t)run);
+    const bool narrow = q->Og <= NARROW_NR; /* one panel, MR2-row blocks */
+    const int rows = narrow ? MR2 : MR;
     float *zeros = scratch, *edge = scratch + rs;
     zero_run(zeros, run);
     for (int64_t task = t0; task < t1; task++) {
         int64_t r0 = task * q->T, rn = min64(q->T, M - r0);
-        for (int64_t i0 = 0; i0 < rn; i0 += MR) {
-            int mr = (int)min64(MR, rn - i0);
-            const float *a[DIRECT_MAX_KH][MR];
-            for (int i = 0; i < MR; i++) {
+        for (int64_t i0 = 0; i0 < rn; i0 += rows) {
+            int mr = (int)min64(rows, rn - i0);
+            const float *a[DIRECT_MAX_KH][MR2];
+            for (int i = 0; i < rows; i++) {
                 int64_t r = r0 + i0 + (i < mr ? i : 0);
                 int64_t ow = r % q->OW, oh = r / q->OW % q->OH, n = r / q->OW / q->OH;
                 int64_t iw0 = ow * q->SW - q->PL, lo, hi;
@@ -390,8 +394,9 @@ static void conv_rows_direct(const conv_geom *q, const float *in, const float *p
                 int nr = (int)min64(NR, q->Og - ob * NR);
                 float *o = out + (r0 + i0) * q->O + ob * NR;
                 for (int64_t kh = 0; kh < q->KH; kh++)
-                    ukr_nn(run, a[kh], bp + kh * run * NR, o, q->O, mr, nr,
-                           kh == 0 && bias ? bias + ob * NR : NULL, kh > 0);
+                    (narrow ? ukr_nn_narrow : ukr_nn)(run, a[kh], bp + kh * run * NR, o, q->O, mr,
+                                                      nr, kh == 0 && bias ? bias + ob * NR : NULL,
+                                                      kh > 0);
             }
         }
     }
@@ -423,13 +428,16 @@ static void conv_rows(const conv_geom *q, const float *in, const float *packed, 
                 const float *bp = packed + ((g * nb + ob) * q->K + k0) * NR;
                 const float *bias_ob = bias && k0 == 0 ? bias + g * q->Og + ob * NR : NULL;
                 int nr = (int)min64(NR, q->Og - ob * NR);
-                for (int64_t i0 = 0; i0 < rn; i0 += MR) {
-                    int mr = (int)min64(MR, rn - i0);
-                    const float *a[MR];
-                    for (int i = 0; i < MR; i++)
+                bool narrow = nr <= NARROW_NR;
+                int rows = narrow ? MR2 : MR;
+                for (int64_t i0 = 0; i0 < rn; i0 += rows) {
+                    int mr = (int)min64(rows, rn - i0);
+                    const float *a[MR2];
+                    for (int i = 0; i < rows; i++)
                         a[i] = A + (i0 + (i < mr ? i : 0)) * lda + k0;
-                    ukr_nn(k1 - k0, a, bp, out + (r0 + i0) * q->O + g * q->Og + ob * NR, q->O, mr,
-                           nr, bias_ob, k0 > 0);
+                    (narrow ? ukr_nn_narrow : ukr_nn)(k1 - k0, a, bp,
+                                                      out + (r0 + i0) * q->O + g * q->Og + ob * NR,
+                                                      q->O, mr, nr, bias_ob, k0 > 0);
                 }
             }
             k0 = k1;
@@ -467,7 +475,15 @@ void slim__conv_gemm_forward(const slim_kernel_ctx *c)
 static void dw_tile(const conv_geom *f, const float *A, int64_t lda, int64_t kn, const float *dyt,
                     int64_t rn, float *dwg)
 {
-    const int64_t nb = (f->Og + NR - 1) / NR;
+    int64_t nb = (f->Og + NR - 1) / NR;
+    const int64_t last = f->Og - (nb - 1) * NR; /* columns of the last panel */
+    if (last <= NARROW_NR) {
+        /* the last panel is narrow: MR2 rows of dW at a time */
+        nb--;
+        for (int64_t k0 = 0; k0 < kn; k0 += MR2)
+            ukr_tn_narrow(rn, A + k0, lda, dyt + nb * NR, f->O, dwg + k0 * f->O + nb * NR, f->O,
+                          (int)min64(MR2, kn - k0), (int)last, true);
+    }
     for (int64_t k0 = 0; k0 < kn; k0 += MR)
         for (int64_t ob = 0; ob < nb; ob++)
             ukr_tn(rn, A + k0, lda, dyt + ob * NR, f->O, dwg + k0 * f->O + ob * NR, f->O,

@@ -28,6 +28,7 @@
 #endif
 
 #define MR 6
+#define MR2 (2 * MR) /* rows of the narrow blocks */
 
 #if defined(__AVX512F__)
 
@@ -35,6 +36,7 @@
 typedef __m512 vfloat;
 typedef __mmask16 vmask;
 #define VW 16
+#define NARROW_NR VW /* the narrow blocks take panels of at most this many columns */
 #define vzero() _mm512_setzero_ps()
 #define vload(p) _mm512_loadu_ps(p)
 #define vstore(p, v) _mm512_storeu_ps(p, v)
@@ -56,6 +58,7 @@ static inline vmask lanes_below(int n)
 typedef __m256 vfloat;
 typedef __m256i vmask;
 #define VW 8
+#define NARROW_NR VW
 #define vzero() _mm256_setzero_ps()
 #define vload(p) _mm256_loadu_ps(p)
 #define vstore(p, v) _mm256_storeu_ps(p, v)
@@ -72,6 +75,7 @@ static inline vmask lanes_below(int n)
 
 #else
 #define NR 16
+#define NARROW_NR (NR / 2)
 #endif
 
 #ifdef VW
@@ -181,6 +185,104 @@ static void ukr_tn(int64_t d, const float *a, int64_t lda, const float *b, int64
     UKR_PUT(z, z, acc);
 }
 
+/* ---- narrow blocks: MR2 rows by one vector (nr <= VW) ---------------------
+ * For outputs of at most VW columns (16 channels with AVX-512, 8 with AVX2)
+ * the MR x 2-vector block spends half its FMAs on zero padding; twice the
+ * rows by one vector keeps 12 accumulators busy on real columns. The same
+ * contracts as ukr_nn/ukr_tn with MR2 rows (B panels keep their NR stride),
+ * and the same summation order per element, so results do not depend on
+ * which block computed them. */
+
+#define NARROW_ZERO                                                                                \
+    vfloat d0 = vzero(), d1 = d0, d2 = d0, d3 = d0, d4 = d0, d5 = d0, d6 = d0, d7 = d0, d8 = d0,   \
+           d9 = d0, d10 = d0, d11 = d0
+
+#define NARROW_STEP(src0, src1, src2, src3, src4, src5, src6, src7, src8, src9, src10, src11)      \
+    d0 = vfma(vbcast(src0), b0, d0);                                                               \
+    d1 = vfma(vbcast(src1), b0, d1);                                                               \
+    d2 = vfma(vbcast(src2), b0, d2);                                                               \
+    d3 = vfma(vbcast(src3), b0, d3);                                                               \
+    d4 = vfma(vbcast(src4), b0, d4);                                                               \
+    d5 = vfma(vbcast(src5), b0, d5);                                                               \
+    d6 = vfma(vbcast(src6), b0, d6);                                                               \
+    d7 = vfma(vbcast(src7), b0, d7);                                                               \
+    d8 = vfma(vbcast(src8), b0, d8);                                                               \
+    d9 = vfma(vbcast(src9), b0, d9);                                                               \
+    d10 = vfma(vbcast(src10), b0, d10);                                                            \
+    d11 = vfma(vbcast(src11), b0, d11)
+
+/* Rows 0..mr-1 of the block, one (masked) vector each (+ C when acc). */
+static inline void narrow_put(float *c, int64_t ldc, int mr, int nr, const vfloat *d, vfloat z,
+                              bool acc)
+{
+    vmask m = lanes_below(nr);
+    for (int i = 0; i < mr; i++, c += ldc) {
+        vfloat v = vadd(d[i], z);
+        if (nr == VW) {
+            if (acc)
+                v = vadd(v, vload(c));
+            vstore(c, v);
+        } else {
+            if (acc)
+                v = vadd(v, vload_m(c, m));
+            vstore_m(c, m, v);
+        }
+    }
+}
+
+#define NARROW_PUT(z, acc)                                                                         \
+    do {                                                                                           \
+        vfloat rows_[MR2] = {d0, d1, d2, d3, d4, d5, d6, d7, d8, d9, d10, d11};                    \
+        narrow_put(c, ldc, mr, nr, rows_, z, acc);                                                 \
+    } while (0)
+
+/* ukr_nn for nr <= VW and up to MR2 rows (all MR2 pointers valid). */
+__attribute__((unused)) static void ukr_nn_narrow(int64_t d, const float *const *a, const float *b,
+                                                  float *c, int64_t ldc, int mr, int nr,
+                                                  const float *bias, bool acc)
+{
+    const float *a0 = a[0], *a1 = a[1], *a2 = a[2], *a3 = a[3], *a4 = a[4], *a5 = a[5];
+    const float *a6 = a[6], *a7 = a[7], *a8 = a[8], *a9 = a[9], *a10 = a[10], *a11 = a[11];
+    NARROW_ZERO;
+#pragma GCC unroll 4
+    for (int64_t l = 0; l < d; l++, b += NR) {
+        vfloat b0 = vload(b);
+        NARROW_STEP(a0 + l, a1 + l, a2 + l, a3 + l, a4 + l, a5 + l, a6 + l, a7 + l, a8 + l, a9 + l,
+                    a10 + l, a11 + l);
+    }
+    vfloat z = bias ? vload_m(bias, lanes_below(nr)) : vzero();
+    NARROW_PUT(z, acc);
+}
+
+/* ukr_tn for nr <= VW and up to MR2 rows. */
+__attribute__((unused)) static void ukr_tn_narrow(int64_t d, const float *a, int64_t lda,
+                                                  const float *b, int64_t ldb, float *c,
+                                                  int64_t ldc, int mr, int nr, bool acc)
+{
+    int64_t o[MR2];
+    for (int i = 0; i < MR2; i++)
+        o[i] = i < mr ? i : 0; /* rows past mr read row 0 again */
+    const int64_t o1 = o[1], o2 = o[2], o3 = o[3], o4 = o[4], o5 = o[5], o6 = o[6], o7 = o[7],
+                  o8 = o[8], o9 = o[9], o10 = o[10], o11 = o[11];
+    vmask m = lanes_below(nr);
+    NARROW_ZERO;
+    if (nr == VW) {
+#pragma GCC unroll 4
+        for (int64_t l = 0; l < d; l++, a += lda, b += ldb) {
+            vfloat b0 = vload(b);
+            NARROW_STEP(a, a + o1, a + o2, a + o3, a + o4, a + o5, a + o6, a + o7, a + o8, a + o9,
+                        a + o10, a + o11);
+        }
+    } else {
+        for (int64_t l = 0; l < d; l++, a += lda, b += ldb) {
+            vfloat b0 = vload_m(b, m);
+            NARROW_STEP(a, a + o1, a + o2, a + o3, a + o4, a + o5, a + o6, a + o7, a + o8, a + o9,
+                        a + o10, a + o11);
+        }
+    }
+    NARROW_PUT(vzero(), acc);
+}
+
 /* dst[0..n) = src[0..n). */
 static inline void copy_run(float *dst, const float *src, int64_t n)
 {
@@ -229,6 +331,25 @@ static void ukr_tn(int64_t d, const float *a, int64_t lda, const float *b, int64
     for (int i = 0; i < mr; i++)
         for (int j = 0; j < nr; j++)
             c[i * ldc + j] = s[i][j] + (acc ? c[i * ldc + j] : 0.0f);
+}
+
+/* Narrow blocks: two MR-row blocks (the same results). */
+__attribute__((unused)) static void ukr_nn_narrow(int64_t d, const float *const *a, const float *b,
+                                                  float *c, int64_t ldc, int mr, int nr,
+                                                  const float *bias, bool acc)
+{
+    ukr_nn(d, a, b, c, ldc, mr < MR ? mr : MR, nr, bias, acc);
+    if (mr > MR)
+        ukr_nn(d, a + MR, b, c + MR * ldc, ldc, mr - MR, nr, bias, acc);
+}
+
+__attribute__((unused)) static void ukr_tn_narrow(int64_t d, const float *a, int64_t lda,
+                                                  const float *b, int64_t ldb, float *c,
+                                                  int64_t ldc, int mr, int nr, bool acc)
+{
+    ukr_tn(d, a, lda, b, ldb, c, ldc, mr < MR ? mr : MR, nr, acc);
+    if (mr > MR)
+        ukr_tn(d, a + MR, lda, b, ldb, c + MR * ldc, ldc, mr - MR, nr, acc);
 }
 
 static inline void copy_run(float *dst, const float *src, int64_t n)

@@ -137,6 +137,22 @@ static const harness_case cases[] = {
      .in = {X4(2, 9, 8, 32), X4(5, 5, 32, 64), B1(64)},
      .training = true,
      .eps = 2e-3},
+    /* a full panel and a narrow one (16 columns: the MR2-row blocks) in one
+     * layer, over rows that end mid-block */
+    {.name = "wide_3x3_c32_o48_mixed_panels",
+     .op = "conv2d",
+     .attrs = "padding=SAME",
+     .n_in = 3,
+     .in = {X4(2, 9, 7, 32), X4(3, 3, 32, 48), B1(48)},
+     .training = true,
+     .eps = 2e-3},
+    {.name = "narrow_3x3_c4_o13_im2col",
+     .op = "conv2d",
+     .attrs = "padding=SAME",
+     .n_in = 3,
+     .in = {X4(3, 8, 9, 4), X4(3, 3, 4, 13), B1(13)},
+     .training = true,
+     .eps = 2e-3},
     /* ---- known values ---- */
     {.name = "known_valid_ones",
      .op = "conv2d",
