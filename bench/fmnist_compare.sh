@@ -9,7 +9,9 @@
 # BUILD_DIR holds tools/slimrun (default: the current directory); OUT_DIR gets
 # the records, the runs and fmnist_compare.md (default /tmp/fmnist_compare).
 # Environment: EPOCHS (5), MODELS ("lenet resnet"), SIDES ("slim torch": rerun
-# one side, keeping the other's records), THREADS (2), PYTHON
+# one side, keeping the other's records), ROUNDS (0; N > 0: instead of the
+# epoch table, epoch 1 from scratch N times, slim and PyTorch alternating, into
+# fmnist_rounds.md with the median time ratio), THREADS (2), PYTHON
 # (/usr/bin/python3, which has torch), FMNIST (the IDX files,
 # /usr/share/datasets/fashion-mnist), LOCK (/tmp/cpu.lock).
 #
@@ -33,6 +35,8 @@ THREADS=${THREADS:-2}
 PYTHON=${PYTHON:-/usr/bin/python3}
 FMNIST=${FMNIST:-/usr/share/datasets/fashion-mnist}
 LOCK=${LOCK:-/tmp/cpu.lock}
+ROUNDS=${ROUNDS:-0}
+[ "$ROUNDS" -gt 0 ] && EPOCHS=1
 slimrun=$build/tools/slimrun
 [ -x "$slimrun" ] || { echo "fmnist_compare: no $slimrun (build first)" >&2; exit 1; }
 mkdir -p "$out"
@@ -103,6 +107,54 @@ torch_side() {
         --batch_size=64 --learning_rate=$LR --momentum=0.9 --weight_decay=$WD \
         --threads="$THREADS" --lock="$LOCK" --json="$rec"
 }
+
+if [ "$ROUNDS" -gt 0 ]; then
+    # epoch 1 from scratch, slim then PyTorch, ROUNDS times: time per epoch
+    # side by side under the same drift of the machine's speed
+    for m in $MODELS; do
+        : > "$out/rounds_$m.jsonl"
+        i=1
+        while [ "$i" -le "$ROUNDS" ]; do
+            for side in $SIDES; do
+                "${side}_side" "$m"
+                sed -e "s/^{/{\"round\": $i, /" "$out/${side}_$m.jsonl" >> "$out/rounds_$m.jsonl"
+            done
+            i=$((i + 1))
+        done
+    done
+    # shellcheck disable=SC2086
+    "$PYTHON" - "$out" $MODELS > "$out/fmnist_rounds.md" <<'PY'
+import json, statistics, sys
+out, models = sys.argv[1], sys.argv[2:]
+names = {"lenet": "LeNet", "resnet": "ResNet-14"}
+print("| model | round | slim s/epoch | PyTorch s/epoch | PyTorch/slim time | slim test acc "
+      "| PyTorch test acc | other cores (slim, PyTorch) |")
+print("|---|---:|---:|---:|---:|---:|---:|---:|")
+for m in models:
+    rows = {}
+    for r in map(json.loads, open("%s/rounds_%s.jsonl" % (out, m))):
+        rows.setdefault(r["round"], {})[r["side"]] = r
+    ratios, ss, ts = [], [], []
+    for i in sorted(rows):
+        a, b = rows[i].get("slim", {}), rows[i].get("pytorch", {})
+        if a.get("train_seconds") and b.get("train_seconds"):
+            ratios.append(b["train_seconds"] / a["train_seconds"])
+        ss += [a["train_seconds"]] if a.get("train_seconds") else []
+        ts += [b["train_seconds"]] if b.get("train_seconds") else []
+        f = lambda r, k, fmt: fmt % r[k] if r.get(k) is not None else "-"
+        print("| %s | %d | %s | %s | %s | %s | %s | %s, %s |" % (
+            names.get(m, m), i, f(a, "train_seconds", "%.1f"), f(b, "train_seconds", "%.1f"),
+            "%.2f" % ratios[-1] if a.get("train_seconds") and b.get("train_seconds") else "-",
+            f(a, "test_accuracy", "%.4f"), f(b, "test_accuracy", "%.4f"),
+            f(a, "other_cores", "%.2f"), f(b, "other_cores", "%.2f")))
+    if ratios:
+        print("| %s | median | %.1f | %.1f | %.2f | | | |" % (
+            names.get(m, m), statistics.median(ss), statistics.median(ts),
+            statistics.median(ratios)))
+PY
+    cat "$out/fmnist_rounds.md"
+    exit 0
+fi
 
 for m in $MODELS; do
     for side in $SIDES; do
