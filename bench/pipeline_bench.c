@@ -13,6 +13,8 @@
  * modes: records files records_noroi records_nodct records_view exec exec_noroi exec_nodct decode
  * --eval: the inception recipe's eval section (central crop 87.5%, resize), in order
  * --size: the output size (default 224; smaller sizes let DCT-scaled decoding apply)
+ * --fast_decode: decode with dct_method INTEGER_FAST and fancy_upscaling false
+ *   (tf.image.decode_jpeg's options; not with --color or --eval)
  *
  * --uncached evicts the input files from the page cache (posix_fadvise) before
  * each pipeline rep: the first pass then reads from disk.
@@ -42,7 +44,7 @@
 static const char *RECIPE_NOCOLOR = "name: inception_crop_flip\n"
                                     "image_size: 224\n"
                                     "train:\n"
-                                    "  - decode: {channels: 3}\n"
+                                    "  - decode: {channels: 3%s}\n"
                                     "  - convert_to_float\n"
                                     "  - distorted_bounding_box_crop: {}\n"
                                     "  - resize: {}\n"
@@ -50,7 +52,8 @@ static const char *RECIPE_NOCOLOR = "name: inception_crop_flip\n"
                                     "  - normalize: {subtract: 0.5, multiply: 2.0}\n";
 
 static char recipe_path[256];
-static int SZ = 224; /* --size */
+static int SZ = 224;     /* --size */
+static bool fast_decode; /* --fast_decode */
 
 typedef struct cfg {
     const char *records, *files;
@@ -322,6 +325,8 @@ int main(int argc, char **argv)
             c.color = true;
         else if (!strcmp(argv[i], "--size") && i + 1 < argc)
             SZ = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--fast_decode"))
+            fast_decode = true;
         else if (!strcmp(argv[i], "--eval"))
             c.eval = true;
         else if (!strcmp(argv[i], "--uncached"))
@@ -329,14 +334,16 @@ int main(int argc, char **argv)
         else {
             fprintf(stderr,
                     "usage: %s [--records DIR] [--files DIR] [--threads 1,2] [--reps N] "
-                    "[--batches N] [--modes LIST] [--color] [--uncached] [--size N] [--eval]\n",
+                    "[--batches N] [--modes LIST] [--color] [--uncached] [--size N] [--eval] "
+                    "[--fast_decode]\n",
                     argv[0]);
             return 2;
         }
     }
     snprintf(recipe_path, sizeof recipe_path, "/tmp/slim_bench_recipe_%d.yaml", (int)getpid());
     FILE *f = fopen(recipe_path, "w");
-    fputs(RECIPE_NOCOLOR, f);
+    fprintf(f, RECIPE_NOCOLOR,
+            fast_decode ? ", dct_method: INTEGER_FAST, fancy_upscaling: false" : "");
     fclose(f);
     load_files(c.files);
     if (nblobs == 0) {

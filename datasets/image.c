@@ -63,7 +63,15 @@ struct slim__jpeg {
     uint8_t *row4; /* CMYK scratch row */
     size_t row4_cap;
     JSAMPARRAY (*alloc_sarray)(j_common_ptr, int, JDIMENSION, JDIMENSION); /* libjpeg's own */
+    bool fast_dct;         /* JDCT_IFAST instead of JDCT_ISLOW */
+    bool plain_upsampling; /* do_fancy_upsampling off */
 };
+
+void slim__jpeg_set_method(slim__jpeg *j, bool fast_dct, bool fancy_upscaling)
+{
+    j->fast_dct = fast_dct;
+    j->plain_upsampling = !fancy_upscaling;
+}
 
 static void on_error_exit(j_common_ptr c)
 {
@@ -282,7 +290,8 @@ slim_status slim__jpeg_decode(slim__jpeg *j, int denom, int channels, int rx0, i
         ci->out_color_space = JCS_RGB;
     ci->scale_num = 1;
     ci->scale_denom = (unsigned)(denom > 0 ? denom : 1);
-    ci->dct_method = JDCT_ISLOW;
+    ci->dct_method = j->fast_dct ? JDCT_IFAST : JDCT_ISLOW;
+    ci->do_fancy_upsampling = j->plain_upsampling ? FALSE : TRUE;
     jpeg_start_decompress(ci);
     j->started = true;
     int W = (int)ci->output_width, H = (int)ci->output_height;
@@ -408,6 +417,7 @@ static slim_status decode_jpeg(const void *data, size_t len, const slim_decode_o
         return slim__error(err, SLIM_ENOMEM, "out of memory");
     int H, W, comps, orient = 1;
     bool exif = o && o->exif_orientation;
+    slim__jpeg_set_method(j, o && o->dct_fast, !(o && o->no_fancy_upscaling));
     slim_status st = slim__jpeg_header(j, data, len, name, exif, &H, &W, &comps, &orient, err);
     if (!st) {
         int c = o && o->channels ? o->channels : (comps == 1 ? 1 : 3);

@@ -17,6 +17,12 @@ slim_status slim__jpeg_header(slim__jpeg *j, const uint8_t *data, size_t len, co
                               bool want_exif, int *height, int *width, int *components,
                               int *orientation, slim_error *err);
 
+/* How later decodes run (tf.image.decode_jpeg's dct_method and
+ * fancy_upscaling): the accurate integer DCT (JDCT_ISLOW) and fancy chroma
+ * upsampling by default; JDCT_IFAST and box upsampling are faster and differ
+ * by a few levels per pixel. */
+void slim__jpeg_set_method(slim__jpeg *j, bool fast_dct, bool fancy_upscaling);
+
 /* Output size at DCT scale 1/denom (denom 1, 2, 4, 8): libjpeg's ceil(W / denom). */
 void slim__jpeg_scaled_size(const slim__jpeg *j, int denom, int *height, int *width);
 

@@ -33,7 +33,7 @@ typedef struct opinfo {
 } opinfo;
 
 static const opinfo ops[] = {
-    {"decode", PREP_DECODE, "channels,exif_orientation"},
+    {"decode", PREP_DECODE, "channels,exif_orientation,dct_method,fancy_upscaling"},
     {"convert_to_float", PREP_CONVERT_TO_FLOAT, ""},
     {"to_float", PREP_TO_FLOAT, ""},
     {"central_crop", PREP_CENTRAL_CROP, "fraction"},
@@ -135,6 +135,19 @@ static slim_status parse_param(const yt_doc *d, prep_step *s, const char *key, c
             st = slim__yt_error(d, v, err, "channels must be 1 or 3");
     } else if (!strcmp(key, "exif_orientation")) {
         st = slim__yt_bool(d, v, &s->exif, err);
+    } else if (!strcmp(key, "dct_method")) {
+        /* tf.image.decode_jpeg's names; "" is TensorFlow's default (accurate) */
+        const char *m = slim__yt_str(v);
+        if (m && (!strcmp(m, "INTEGER_ACCURATE") || !*m))
+            s->fast_dct = false;
+        else if (m && !strcmp(m, "INTEGER_FAST"))
+            s->fast_dct = true;
+        else
+            st = slim__yt_error(d, v, err, "dct_method must be INTEGER_ACCURATE or INTEGER_FAST");
+    } else if (!strcmp(key, "fancy_upscaling")) {
+        bool fancy = true;
+        st = slim__yt_bool(d, v, &fancy, err);
+        s->plain_upsampling = !fancy;
     } else if (!strcmp(key, "fraction")) {
         st = slim__yt_float(d, v, &s->fraction, err);
         if (!st && (s->fraction <= 0 || s->fraction > 1))

@@ -591,23 +591,34 @@ static uint8_t *slurp(const char *path, size_t *len)
 static int data_decode(int argc, char **argv)
 {
     const char *out = NULL;
+    const char *dct = "INTEGER_ACCURATE";
     int channels = 0, scale = 1;
-    bool exif = false;
+    bool exif = false, fancy = true;
     fdef defs[] = {
         {"out", F_STR, &out, "PNG file to write"},
         {"channels", F_INT, &channels, "0 (as stored), 1 or 3"},
         {"exif_orientation", F_BOOL, &exif, "apply the EXIF orientation"},
         {"scale_denom", F_INT, &scale, "JPEG DCT scaling 1, 2, 4, 8"},
+        {"dct_method", F_STR, &dct, "JPEG IDCT: INTEGER_ACCURATE or INTEGER_FAST"},
+        {"fancy_upscaling", F_BOOL, &fancy, "JPEG chroma upsampling: fancy (true) or box (false)"},
     };
+    const int ndefs = (int)(sizeof defs / sizeof defs[0]);
     const char *pos[1];
     int npos;
-    int r = parse_flags("data decode", defs, 4, argc, argv, pos, &npos, 1);
+    int r = parse_flags("data decode", defs, ndefs, argc, argv, pos, &npos, 1);
     if (r == 1) {
-        usage(stdout, "usage: slimrun data decode IMAGE --out=FILE.png", defs, 4);
+        usage(stdout, "usage: slimrun data decode IMAGE --out=FILE.png", defs, ndefs);
         return 0;
     }
     if (r)
         return 2;
+    if (strcmp(dct, "INTEGER_ACCURATE") && strcmp(dct, "INTEGER_FAST")) {
+        fprintf(stderr,
+                "slimrun data decode: --dct_method=%s: expected INTEGER_ACCURATE or "
+                "INTEGER_FAST\n",
+                dct);
+        return 2;
+    }
     if (npos != 1) {
         fprintf(stderr, "slimrun data decode: give one image file\n");
         return 2;
@@ -618,8 +629,12 @@ static int data_decode(int argc, char **argv)
         fprintf(stderr, "slimrun data decode: %s: cannot read: %s\n", pos[0], strerror(errno));
         return 1;
     }
-    slim_decode_opts o = {
-        .channels = channels, .exif_orientation = exif, .scale_denom = scale, .name = pos[0]};
+    slim_decode_opts o = {.channels = channels,
+                          .exif_orientation = exif,
+                          .scale_denom = scale,
+                          .name = pos[0],
+                          .dct_fast = !strcmp(dct, "INTEGER_FAST"),
+                          .no_fancy_upscaling = !fancy};
     slim_image img;
     slim_error err = {0};
     double t0 = now_s();

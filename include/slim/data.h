@@ -126,10 +126,12 @@ typedef struct slim_image {
 } slim_image;
 
 typedef struct slim_decode_opts {
-    int channels;          /* 0 = as stored (1 or 3), 1 = gray, 3 = RGB */
-    bool exif_orientation; /* apply the EXIF Orientation tag (JPEG) */
-    int scale_denom;       /* JPEG DCT scaling 1, 2, 4 or 8 (0 = 1) */
-    const char *name;      /* what errors call the data ("file.jpg", "shard: record 7") */
+    int channels;            /* 0 = as stored (1 or 3), 1 = gray, 3 = RGB */
+    bool exif_orientation;   /* apply the EXIF Orientation tag (JPEG) */
+    int scale_denom;         /* JPEG DCT scaling 1, 2, 4 or 8 (0 = 1) */
+    const char *name;        /* what errors call the data ("file.jpg", "shard: record 7") */
+    bool dct_fast;           /* JPEG: tf.image.decode_jpeg's dct_method INTEGER_FAST */
+    bool no_fancy_upscaling; /* JPEG: its fancy_upscaling false (box chroma upsampling) */
 } slim_decode_opts;
 
 typedef enum slim_image_format {

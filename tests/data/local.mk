@@ -36,3 +36,8 @@ check_PROGRAMS += tests/data/test_convert
 tests_data_test_convert_SOURCES = tests/data/test_convert.c $(DATA_TEST_COMMON)
 tests_data_test_convert_LDADD = libslim_core.la
 TESTS += tests/data/test_convert
+
+# data_cli.sh: slimrun data decode from the command line
+TESTS += tests/data/data_cli.sh
+EXTRA_DIST += tests/data/data_cli.sh
+tests/data/data_cli.log: tools/slimrun$(EXEEXT)

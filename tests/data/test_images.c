@@ -145,6 +145,27 @@ static void test_quality(void)
         se += ((double)img.data[i] - px[i]) * ((double)img.data[i] - px[i]);
     double psnr = 10 * log10(255.0 * 255.0 / (se / (double)n));
     tap_ok(psnr > 30, "testorig.jpg vs testorig.ppm: PSNR %.1f dB > 30", psnr);
+    /* tf.image.decode_jpeg's faster settings: other pixels, about as close */
+    for (int m = 1; m <= 3; m++) {
+        slim_decode_opts o = {.dct_fast = m & 1, .no_fancy_upscaling = m & 2};
+        slim_image f;
+        if (slim_image_decode(jpg, len, &o, &f, &err)) {
+            tap_ok(false, "testorig decode (%s)", err.msg);
+            continue;
+        }
+        double sf = 0;
+        size_t differ = 0;
+        for (size_t i = 0; i < n; i++) {
+            sf += ((double)f.data[i] - px[i]) * ((double)f.data[i] - px[i]);
+            differ += f.data[i] != img.data[i];
+        }
+        double pf = 10 * log10(255.0 * 255.0 / (sf / (double)n));
+        tap_ok(pf > 35 && differ > n / 100,
+               "testorig.jpg with%s%s: PSNR %.1f dB > 35, %zu of %zu values differ from the "
+               "accurate decode",
+               m & 1 ? " INTEGER_FAST" : "", m & 2 ? " box upsampling" : "", pf, differ, n);
+        slim_image_fini(&f);
+    }
     slim_image_fini(&img);
     free(ppm);
     free(jpg);
@@ -211,63 +232,69 @@ static void test_roi(void)
                            "pillow/junk_jpeg_header.jpg"};
     slim_error err = {0};
     slim__jpeg *j = slim__jpeg_new();
-    for (size_t k = 0; k < sizeof files / sizeof *files; k++) {
-        size_t len;
-        uint8_t *d = load(files[k], &len);
-        int bad = 0, tried = 0;
-        for (int denom = 1; denom <= 8; denom *= 2) {
-            for (int ch = 1; ch <= 4; ch += (ch == 1 ? 2 : 1)) {
-                int H, W, comps;
-                slim__jpeg_header(j, d, len, files[k], false, &H, &W, &comps, NULL, &err);
-                int sh, sw;
-                slim__jpeg_scaled_size(j, denom, &sh, &sw);
-                if (sw != (W + denom - 1) / denom)
-                    bad++;
-                const uint8_t *px;
-                size_t stride;
-                int bx, bw;
-                if (slim__jpeg_decode(j, denom, ch, 0, 0, sw, sh, &px, &stride, &bx, &bw, &err)) {
-                    bad++;
-                    tap_diag("%s", err.msg);
-                    continue;
-                }
-                uint8_t *full = malloc((size_t)sh * stride);
-                memcpy(full, px, (size_t)sh * stride);
-                size_t fstride = stride;
-                uint64_t s = 99 + (uint64_t)k;
-                for (int t = 0; t < 6; t++) {
-                    s = s * 6364136223846793005ull + 1442695040888963407ull;
-                    int x0 = (int)((s >> 33) % (uint64_t)sw), y0 = (int)((s >> 13) % (uint64_t)sh);
-                    int x1 = x0 + 1 + (int)((s >> 40) % (uint64_t)(sw - x0));
-                    int y1 = y0 + 1 + (int)((s >> 20) % (uint64_t)(sh - y0));
+    for (int fast = 0; fast <= 1; fast++) {
+        /* the accurate decode, then INTEGER_FAST with box upsampling */
+        slim__jpeg_set_method(j, fast, !fast);
+        for (size_t k = 0; k < sizeof files / sizeof *files; k++) {
+            size_t len;
+            uint8_t *d = load(files[k], &len);
+            int bad = 0, tried = 0;
+            for (int denom = 1; denom <= 8; denom *= 2) {
+                for (int ch = 1; ch <= 4; ch += (ch == 1 ? 2 : 1)) {
+                    int H, W, comps;
                     slim__jpeg_header(j, d, len, files[k], false, &H, &W, &comps, NULL, &err);
-                    if (slim__jpeg_decode(j, denom, ch, x0, y0, x1, y1, &px, &stride, &bx, &bw,
+                    int sh, sw;
+                    slim__jpeg_scaled_size(j, denom, &sh, &sw);
+                    if (sw != (W + denom - 1) / denom)
+                        bad++;
+                    const uint8_t *px;
+                    size_t stride;
+                    int bx, bw;
+                    if (slim__jpeg_decode(j, denom, ch, 0, 0, sw, sh, &px, &stride, &bx, &bw,
                                           &err)) {
                         bad++;
+                        tap_diag("%s", err.msg);
                         continue;
                     }
-                    tried++;
-                    if (bx > x0 || bx + bw < x1)
-                        bad++;
-                    for (int y = y0; y < y1; y++)
-                        for (int x = x0; x < x1; x++) {
-                            bool inner =
-                                (x >= bx + 2 || bx == 0) && (x < bx + bw - 2 || bx + bw == sw);
-                            if (!inner)
-                                continue;
-                            if (memcmp(px + (size_t)(y - y0) * stride + (size_t)(x - bx) * ch,
-                                       full + (size_t)y * fstride + (size_t)x * ch, (size_t)ch))
-                                bad++;
+                    uint8_t *full = malloc((size_t)sh * stride);
+                    memcpy(full, px, (size_t)sh * stride);
+                    size_t fstride = stride;
+                    uint64_t s = 99 + (uint64_t)k;
+                    for (int t = 0; t < 6; t++) {
+                        s = s * 6364136223846793005ull + 1442695040888963407ull;
+                        int x0 = (int)((s >> 33) % (uint64_t)sw),
+                            y0 = (int)((s >> 13) % (uint64_t)sh);
+                        int x1 = x0 + 1 + (int)((s >> 40) % (uint64_t)(sw - x0));
+                        int y1 = y0 + 1 + (int)((s >> 20) % (uint64_t)(sh - y0));
+                        slim__jpeg_header(j, d, len, files[k], false, &H, &W, &comps, NULL, &err);
+                        if (slim__jpeg_decode(j, denom, ch, x0, y0, x1, y1, &px, &stride, &bx, &bw,
+                                              &err)) {
+                            bad++;
+                            continue;
                         }
+                        tried++;
+                        if (bx > x0 || bx + bw < x1)
+                            bad++;
+                        for (int y = y0; y < y1; y++)
+                            for (int x = x0; x < x1; x++) {
+                                bool inner =
+                                    (x >= bx + 2 || bx == 0) && (x < bx + bw - 2 || bx + bw == sw);
+                                if (!inner)
+                                    continue;
+                                if (memcmp(px + (size_t)(y - y0) * stride + (size_t)(x - bx) * ch,
+                                           full + (size_t)y * fstride + (size_t)x * ch, (size_t)ch))
+                                    bad++;
+                            }
+                    }
+                    free(full);
                 }
-                free(full);
             }
+            tap_ok(bad == 0 && tried > 0,
+                   "%s: %d ROI decodes (scales 1..1/8, 1/3/4 channels%s) equal the "
+                   "whole-image decode",
+                   files[k], tried, fast ? ", INTEGER_FAST, box upsampling" : "");
+            free(d);
         }
-        tap_ok(bad == 0 && tried > 0,
-               "%s: %d ROI decodes (scales 1..1/8, 1/3/4 channels) equal the "
-               "whole-image decode",
-               files[k], tried);
-        free(d);
     }
     slim__jpeg_free(j);
 }

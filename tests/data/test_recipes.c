@@ -239,6 +239,10 @@ static void test_bad(void)
         {"name: x\n", "bad.yaml:1:1: a recipe needs a train or an eval section"},
         {"train:\n  - resize: {method: bicubic}\n",
          "bad.yaml:2:22: only method 'bilinear' is implemented (TF-Slim's fast_mode)"},
+        {"train:\n  - decode: {dct_method: INTEGER_FASTEST}\n",
+         "bad.yaml:2:26: dct_method must be INTEGER_ACCURATE or INTEGER_FAST"},
+        {"train:\n  - decode: {fancy_upscaling: sometimes}\n",
+         "bad.yaml:2:31: expected true or false, got 'sometimes'"},
     };
     for (size_t k = 0; k < sizeof bad / sizeof *bad; k++) {
         slim__recipe *r = NULL;

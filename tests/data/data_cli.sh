@@ -1,0 +1,71 @@
+#!/bin/sh
+# tests/data/data_cli.sh - `slimrun data decode` from the command line (TAP):
+# the size line and the PNG it writes (PNG signature and IHDR size), DCT
+# scaling, the decoder settings (tf.image.decode_jpeg's dct_method and
+# fancy_upscaling: other pixels, same size), and the errors: a bad setting
+# (usage, exit 2), a truncated JPEG (names the file, exit 1, no output file).
+# Needs ../shared/data (or SLIM_SHARED_DATA); skips (77) without it.
+top_srcdir=${top_srcdir:-.}
+top_builddir=${top_builddir:-.}
+SLIMRUN=$top_builddir/tools/slimrun
+DATA=${SLIM_SHARED_DATA:-$top_srcdir/../shared/data}
+if [ ! -f "$DATA/MANIFEST.md" ]; then
+    echo "1..0 # SKIP ../shared/data is absent"
+    exit 77
+fi
+T=$(mktemp -d "${TMPDIR:-/tmp}/slim-datacli.XXXXXX")
+trap 'rm -rf "$T"' EXIT
+
+n=0
+fails=0
+ok() { n=$((n + 1)); echo "ok $n - $1"; }
+not_ok() { n=$((n + 1)); fails=$((fails + 1)); echo "not ok $n - $1"; }
+check() { # check "description" command...
+    d=$1
+    shift
+    if "$@" > "$T/last.out" 2>&1; then ok "$d"; else not_ok "$d"; sed 's/^/# /' "$T/last.out"; fi
+}
+# png_size FILE: "WIDTH HEIGHT" from the IHDR chunk, after the 8-byte signature
+png_size() {
+    od -An -tu1 -j16 -N8 "$1" | awk '{ print $1*16777216 + $2*65536 + $3*256 + $4,
+                                             $5*16777216 + $6*65536 + $7*256 + $8 }'
+}
+png_sig() { od -An -tx1 -N8 "$1" | tr -d ' \n'; }
+
+J=$DATA/jpeg/libjpeg-turbo/testorig.jpg
+"$SLIMRUN" data decode "$J" --out="$T/a.png" > "$T/a.txt" 2>&1
+rc=$?
+check "decode testorig.jpg: exit 0" test $rc = 0
+check "the size line: 227x149, 3 channels" grep -q 'testorig.jpg: 227x149, 3 channels' "$T/a.txt"
+check "a PNG file (signature 89 50 4e 47 0d 0a 1a 0a)" test "$(png_sig "$T/a.png")" = 89504e470d0a1a0a
+check "the PNG is 227x149" test "$(png_size "$T/a.png")" = "227 149"
+
+"$SLIMRUN" data decode "$J" --out="$T/h.png" --scale_denom=2 > "$T/h.txt" 2>&1
+check "--scale_denom=2: exit 0, 114x75 (libjpeg's ceil(227/2) x ceil(149/2))" grep -q '114x75' "$T/h.txt"
+check "... the PNG is 114x75" test "$(png_size "$T/h.png")" = "114 75"
+
+"$SLIMRUN" data decode "$J" --out="$T/f.png" --dct_method=INTEGER_FAST --fancy_upscaling=false \
+    > "$T/f.txt" 2>&1
+rc=$?
+check "INTEGER_FAST, fancy_upscaling=false: exit 0" test $rc = 0
+check "... the same size" test "$(png_size "$T/f.png")" = "227 149"
+check "... and other pixels than the accurate decode" sh -c "! cmp -s '$T/a.png' '$T/f.png'"
+"$SLIMRUN" data decode "$J" --out="$T/a2.png" --dct_method=INTEGER_ACCURATE > /dev/null 2>&1
+check "INTEGER_ACCURATE is the default (the same file)" cmp -s "$T/a.png" "$T/a2.png"
+
+"$SLIMRUN" data decode "$J" --out="$T/x.png" --dct_method=FLOAT > "$T/x.txt" 2>&1
+rc=$?
+check "--dct_method=FLOAT: exit 2" test $rc = 2
+check "... with the expected values named" grep -q -- \
+    '--dct_method=FLOAT: expected INTEGER_ACCURATE or INTEGER_FAST' "$T/x.txt"
+check "... and no output file" test ! -e "$T/x.png"
+
+B=$DATA/jpeg/pillow/truncated_jpeg.jpg
+"$SLIMRUN" data decode "$B" --out="$T/b.png" > "$T/b.txt" 2>&1
+rc=$?
+check "a truncated JPEG: exit 1" test $rc = 1
+check "... the error names the file" grep -q 'truncated_jpeg.jpg' "$T/b.txt"
+check "... and no output file" test ! -e "$T/b.png"
+
+echo "1..$n"
+[ $fails = 0 ]
