@@ -38,6 +38,9 @@ static const layer LAYERS[] = {
     {"1x1 256->64 56x56 b16", "1x1 conv 256->64 56x56 b16", 16, 56, 56, 256, 1, 1, 64, 1},
     {"ResNet-50 conv1 7x7/2 3->64 224x224 b16", "R50 conv1 7x7/2 3->64 224 b16", 16, 224, 224, 3, 7,
      7, 64, 2},
+    /* deep layers, filter rows of 768-1536 floats (the direct path in depth chunks) */
+    {"VGG-16 conv4_2 512->512 28x28 b8", "", 8, 28, 28, 512, 3, 3, 512, 1},
+    {"ResNet-50 3x3 256->256 14x14 b16", "", 16, 14, 14, 256, 3, 3, 256, 1},
     /* TF-Slim's LeNet at batch 64 (bench/train_step) */
     {"LeNet conv1 5x5 1->32 28x28 b64", "", 64, 28, 28, 1, 5, 5, 32, 1},
     {"LeNet conv2 5x5 32->64 14x14 b64", "", 64, 14, 14, 32, 5, 5, 64, 1},

@@ -349,54 +349,73 @@ static void col2im_add(const conv_geom *q, const float *dcol, int64_t r0, int64_
 /* conv_rows without im2col: a filter row's KW taps are one run of KW*C floats
  * of in (G == 1, DW == 1), so the micro-kernel takes each output row's run
  * where it lies, one filter row at a time, and copies only the runs a window
- * cuts at the left or right border; rows above and below read zeros.
- * Outputs of at most NARROW_NR channels go MR2 rows at a time (ukr_nn_narrow).
- * scratch: (1 + MR2*KH) runs (rows_tile_floats counts them). */
+ * cuts at the left or right border; rows above and below read zeros. Long
+ * runs (C >= 128 at 3x3) go in depth chunks of at most KCHUNK, chunk-major
+ * over the tile's row blocks, so the chunk of a B panel stays in L1 while
+ * every block of the tile streams past it (a whole 3x3x512 filter row's panel
+ * is 192 KB). Outputs of at most NARROW_NR channels go MR2 rows at a time
+ * (ukr_nn_narrow). scratch: (1 + MR2) chunks (rows_tile_floats counts more). */
 static void conv_rows_direct(const conv_geom *q, const float *in, const float *packed,
                              const float *bias, float *out, float *scratch, int64_t t0, int64_t t1)
 {
     const int64_t M = q->N * q->OH * q->OW, nb = (q->Og + NR - 1) / NR, run = q->KW * q->C;
-    const int64_t rs = round16((size_t)run);
+    const int64_t nch = (run + KCHUNK - 1) / KCHUNK; /* depth chunks per filter row */
+    const int64_t cs = round16((size_t)((run + nch - 1) / nch));
     const bool narrow = q->Og <= NARROW_NR; /* one panel, MR2-row blocks */
     const int rows = narrow ? MR2 : MR;
-    float *zeros = scratch, *edge = scratch + rs;
-    zero_run(zeros, run);
+    float *zeros = scratch, *edge = scratch + cs;
+    zero_run(zeros, cs);
+    /* per output row of the tile: its image's first x row, first input row
+     * and column, and the taps [lo, hi) inside the image */
+    const float *xb[TILE_ROWS];
+    int64_t ih0[TILE_ROWS], iw0[TILE_ROWS], lo[TILE_ROWS], hi[TILE_ROWS];
     for (int64_t task = t0; task < t1; task++) {
         int64_t r0 = task * q->T, rn = min64(q->T, M - r0);
-        for (int64_t i0 = 0; i0 < rn; i0 += rows) {
-            int mr = (int)min64(rows, rn - i0);
-            const float *a[DIRECT_MAX_KH][MR2];
-            for (int i = 0; i < rows; i++) {
-                int64_t r = r0 + i0 + (i < mr ? i : 0);
-                int64_t ow = r % q->OW, oh = r / q->OW % q->OH, n = r / q->OW / q->OH;
-                int64_t iw0 = ow * q->SW - q->PL, lo, hi;
-                run_bounds(q, iw0, &lo, &hi);
-                for (int64_t kh = 0; kh < q->KH; kh++) {
-                    int64_t ih = oh * q->SH - q->PT + kh * q->DH;
-                    if (ih < 0 || ih >= q->H || hi == lo) {
-                        a[kh][i] = zeros;
-                        continue;
-                    }
-                    const float *xrow = in + (n * q->H + ih) * q->W * q->C;
-                    if (lo == 0 && hi == q->KW) {
-                        a[kh][i] = xrow + iw0 * q->C;
-                    } else {
-                        float *d = edge + (i * q->KH + kh) * rs;
-                        zero_run(d, lo * q->C);
-                        copy_run(d + lo * q->C, xrow + (iw0 + lo) * q->C, (hi - lo) * q->C);
-                        zero_run(d + hi * q->C, (q->KW - hi) * q->C);
-                        a[kh][i] = d;
+        for (int64_t i = 0; i < rn; i++) {
+            int64_t r = r0 + i, ow = r % q->OW, oh = r / q->OW % q->OH, n = r / q->OW / q->OH;
+            xb[i] = in + n * q->H * q->W * q->C;
+            ih0[i] = oh * q->SH - q->PT;
+            iw0[i] = ow * q->SW - q->PL;
+            run_bounds(q, iw0[i], &lo[i], &hi[i]);
+        }
+        for (int64_t ob = 0; ob < nb; ob++) {
+            const float *bp = packed + ob * q->K * NR;
+            int nr = (int)min64(NR, q->Og - ob * NR);
+            for (int64_t kh = 0; kh < q->KH; kh++) {
+                for (int64_t ci = 0; ci < nch; ci++) {
+                    const int64_t k0 = run * ci / nch, k1 = run * (ci + 1) / nch;
+                    const bool first = kh == 0 && ci == 0;
+                    for (int64_t i0 = 0; i0 < rn; i0 += rows) {
+                        int mr = (int)min64(rows, rn - i0);
+                        const float *a[MR2];
+                        for (int i = 0; i < rows; i++) {
+                            int64_t t = i0 + (i < mr ? i : 0), ih = ih0[t] + kh * q->DH;
+                            if (ih < 0 || ih >= q->H || hi[t] == lo[t]) {
+                                a[i] = zeros;
+                                continue;
+                            }
+                            const float *src = xb[t] + (ih * q->W + iw0[t]) * q->C;
+                            if (lo[t] == 0 && hi[t] == q->KW) {
+                                a[i] = src + k0;
+                                continue;
+                            }
+                            /* the chunk of a run the border cuts: zeros, then x */
+                            float *d = edge + i * cs;
+                            int64_t v0 = max64(k0, lo[t] * q->C), v1 = min64(k1, hi[t] * q->C);
+                            if (v1 <= v0) {
+                                a[i] = zeros;
+                                continue;
+                            }
+                            zero_run(d, v0 - k0);
+                            copy_run(d + (v0 - k0), src + v0, v1 - v0);
+                            zero_run(d + (v1 - k0), k1 - v1);
+                            a[i] = d;
+                        }
+                        (narrow ? ukr_nn_narrow : ukr_nn)(
+                            k1 - k0, a, bp + (kh * run + k0) * NR, out + (r0 + i0) * q->O + ob * NR,
+                            q->O, mr, nr, first && bias ? bias + ob * NR : NULL, !first);
                     }
                 }
-            }
-            for (int64_t ob = 0; ob < nb; ob++) {
-                const float *bp = packed + ob * q->K * NR;
-                int nr = (int)min64(NR, q->Og - ob * NR);
-                float *o = out + (r0 + i0) * q->O + ob * NR;
-                for (int64_t kh = 0; kh < q->KH; kh++)
-                    (narrow ? ukr_nn_narrow : ukr_nn)(run, a[kh], bp + kh * run * NR, o, q->O, mr,
-                                                      nr, kh == 0 && bias ? bias + ob * NR : NULL,
-                                                      kh > 0);
             }
         }
     }
