@@ -46,6 +46,10 @@ typedef struct conv_params {
 /* Tiles: at most TILE_ROWS output rows, about TILE_FLOATS floats of im2col. */
 #define TILE_ROWS 240
 #define TILE_FLOATS 65536
+/* dW by slabs of K (ops/conv_gemm.c dw_slabs) when K*Og exceeds this many
+ * floats (1 MB), in tiles of at most DW_ROWS output rows. */
+#define DW_SLAB_MIN 262144
+#define DW_ROWS 120
 /* Depth chunk of the forward-shaped products: the chunk of a B panel (16 or 32 KB) stays in L1. */
 #define KCHUNK 256
 /* conv_rows_direct: filter rows of at least this many floats, at most this many rows. */
