@@ -4,14 +4,14 @@
 # scaling, the decoder settings (tf.image.decode_jpeg's dct_method and
 # fancy_upscaling: other pixels, same size), and the errors: a bad setting
 # (usage, exit 2), a truncated JPEG (names the file, exit 1, no output file).
-# Needs ../shared/data (or SLIM_SHARED_DATA); skips (77) without it.
+# Needs ../shared/data (or SLIM_SHARED_DATA); skips (a "1..0 # SKIP" plan) without it.
 top_srcdir=${top_srcdir:-.}
 top_builddir=${top_builddir:-.}
 SLIMRUN=$top_builddir/tools/slimrun
 DATA=${SLIM_SHARED_DATA:-$top_srcdir/../shared/data}
 if [ ! -f "$DATA/MANIFEST.md" ]; then
     echo "1..0 # SKIP ../shared/data is absent"
-    exit 77
+    exit 0 # the TAP driver counts a "1..0 # SKIP" plan as skipped (77 would be an error here)
 fi
 T=$(mktemp -d "${TMPDIR:-/tmp}/slim-datacli.XXXXXX")
 trap 'rm -rf "$T"' EXIT
