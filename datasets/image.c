@@ -324,8 +324,23 @@ slim_status slim__jpeg_decode(slim__jpeg *j, int denom, int channels, int rx0, i
         j->started = j->have_header = false;
         return slim__error(err, SLIM_ENOMEM, "%s: cannot allocate %zu bytes", j->name, need);
     }
-    if (y0 > 0)
+    if (y0 > 0 && j->plain_upsampling) {
+        /* With box (merged) upsampling, libjpeg-turbo 2.1.5's
+         * jpeg_skip_scanlines reads and writes memory freed with the previous
+         * image (valgrind, tests/data/test_images): decode the rows above the
+         * region and drop them instead. */
+        for (int r = 0; r < y0;) {
+            JSAMPROW row = cmyk ? j->row4 : j->buf;
+            int got = (int)jpeg_read_scanlines(ci, &row, 1);
+            if (got <= 0) {
+                snprintf(j->em.msg, sizeof j->em.msg, "no scanline returned at row %d", r);
+                return jpeg_fail(j, err);
+            }
+            r += got;
+        }
+    } else if (y0 > 0) {
         jpeg_skip_scanlines(ci, (JDIMENSION)y0);
+    }
     for (int r = 0; r < y1 - y0;) {
         JSAMPROW rows[8];
         int want = y1 - y0 - r < 8 ? y1 - y0 - r : 8;
