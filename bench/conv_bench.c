@@ -41,6 +41,7 @@ static const layer LAYERS[] = {
     /* deep layers, filter rows of 768-1536 floats (the direct path in depth chunks) */
     {"VGG-16 conv4_2 512->512 28x28 b8", "", 8, 28, 28, 512, 3, 3, 512, 1},
     {"ResNet-50 3x3 256->256 14x14 b16", "", 16, 14, 14, 256, 3, 3, 256, 1},
+    {"ResNet-50 1x1 1024->2048 7x7 b16", "", 16, 7, 7, 1024, 1, 1, 2048, 1},
     /* TF-Slim's LeNet at batch 64 (bench/train_step) */
     {"LeNet conv1 5x5 1->32 28x28 b64", "", 64, 28, 28, 1, 5, 5, 32, 1},
     {"LeNet conv2 5x5 32->64 14x14 b64", "", 64, 14, 14, 32, 5, 5, 64, 1},

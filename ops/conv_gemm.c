@@ -510,11 +510,11 @@ static void dw_tile(const conv_geom *f, const float *A, int64_t lda, int64_t kn,
 }
 
 /* dW_g rows [k0, k1) (ld O) += col^T dY over output rows [R0, R1) of f for
- * group g, with im2col's columns built slab by slab (KCHUNK of them) for
- * tiles of as many rows as fit col (cap floats): slab-major, so a slab of dW
- * stays in cache while all the rows stream past it in tiles of DW_ROWS (a
- * 3x3x512 layer's im2col tile is 48 rows, and the whole dW, 9 MB, was read
- * and written back once per tile; DW_ROWS keeps a tile's dY panel in L1). */
+ * group g (col: x itself for POINTWISE), with im2col's columns built slab by slab (KCHUNK of them)
+ * for tiles of as many rows as fit col (cap floats): slab-major, so a slab of dW stays in cache
+ * while all the rows stream past it in tiles of DW_ROWS (a 3x3x512 layer's im2col tile is 48 rows,
+ * and the whole dW, 9 MB, was read and written back once per tile; DW_ROWS keeps a tile's dY panel
+ * in L1). */
 /* Whether dW goes by slabs (dw_slabs): when it is too big to stay in cache
  * while the tiles stream past (VGG's and ResNet-50's deep 3x3 layers). */
 static bool dw_by_slabs(const conv_geom *f)
@@ -527,11 +527,18 @@ static void dw_slabs(const conv_geom *f, const float *x, const float *dy, int64_
 {
     for (int64_t ks = k0; ks < k1; ks += KCHUNK) {
         int64_t kn = min64(KCHUNK, k1 - ks);
-        int64_t td = max64(MR, min64(DW_ROWS, (int64_t)cap / kn) / MR * MR);
+        int64_t td =
+            f->pointwise ? DW_ROWS : max64(MR, min64(DW_ROWS, (int64_t)cap / kn) / MR * MR);
         for (int64_t r0 = R0; r0 < R1; r0 += td) {
             int64_t rn = min64(td, R1 - r0);
-            im2col_cols(f, x, r0, rn, g, ks, ks + kn, col);
-            dw_tile(f, col, kn, kn, dy + r0 * f->O + g * f->Og, rn, dw + ks * f->O + g * f->Og);
+            const float *a = x + r0 * f->C + g * f->Cg + ks; /* POINTWISE: x is A, K is Cg */
+            int64_t lda = f->C;
+            if (!f->pointwise) {
+                im2col_cols(f, x, r0, rn, g, ks, ks + kn, col);
+                a = col;
+                lda = kn;
+            }
+            dw_tile(f, a, lda, kn, dy + r0 * f->O + g * f->Og, rn, dw + ks * f->O + g * f->Og);
         }
     }
 }
@@ -550,7 +557,7 @@ static void gemm_backward_rows(const slim_kernel_ctx *c, const gemm_bwd *j, int6
     const conv_params *p = c->params;
     const conv_geom *f = &p->f;
     const int64_t O = f->O, Og = f->Og, K = f->K, nbk = (K + NR - 1) / NR;
-    if (!j->dx && !f->pointwise && dw_by_slabs(f)) {
+    if (!j->dx && dw_by_slabs(f)) {
         /* dW alone (dx gathered elsewhere or not wanted): by slabs of K */
         for (int64_t g = 0; j->dwp && g < f->G; g++)
             dw_slabs(f, j->x, j->dy, R0, R1, g, 0, K, j->col, round16((size_t)(f->T * K)), j->dwp);
@@ -605,7 +612,7 @@ static void gemm_backward_filter_ksplit(const slim_kernel_ctx *c, float *col, in
     if (k1 <= k0)
         return;
     memset(dw + k0 * O, 0, (size_t)((k1 - k0) * O) * sizeof(float));
-    if (!f->pointwise && dw_by_slabs(f)) {
+    if (dw_by_slabs(f)) {
         for (int64_t g = 0; g < f->G; g++)
             dw_slabs(f, x, dy, 0, M, g, k0, k1, col, round16((size_t)(f->T * f->K)), dw);
         return;
