@@ -44,6 +44,9 @@ tests_engine_test_attrs_SOURCES = tests/engine/test_attrs.c tests/ops/harness.c 
 tests_engine_test_attrs_LDADD = libslim_core.la
 TESTS += tests/engine/test_attrs
 
+# TAP helpers the shell tests source (ok, not_ok, check, tap_end)
+EXTRA_DIST += tests/tap.sh
+
 # Every test program under valgrind (memcheck, leaks). valgrind 3.19 does not
 # decode every instruction -march=native may emit: configure with
 # --with-arch=x86-64-v3 for this target.

@@ -16,15 +16,7 @@ fi
 T=$(mktemp -d "${TMPDIR:-/tmp}/slim-datacli.XXXXXX")
 trap 'rm -rf "$T"' EXIT
 
-n=0
-fails=0
-ok() { n=$((n + 1)); echo "ok $n - $1"; }
-not_ok() { n=$((n + 1)); fails=$((fails + 1)); echo "not ok $n - $1"; }
-check() { # check "description" command...
-    d=$1
-    shift
-    if "$@" > "$T/last.out" 2>&1; then ok "$d"; else not_ok "$d"; sed 's/^/# /' "$T/last.out"; fi
-}
+. "$top_srcdir/tests/tap.sh"
 # png_size FILE: "WIDTH HEIGHT" from the IHDR chunk, after the 8-byte signature
 png_size() {
     od -An -tu1 -j16 -N8 "$1" | awk '{ print $1*16777216 + $2*65536 + $3*256 + $4,
@@ -67,5 +59,4 @@ check "a truncated JPEG: exit 1" test $rc = 1
 check "... the error names the file" grep -q 'truncated_jpeg.jpg' "$T/b.txt"
 check "... and no output file" test ! -e "$T/b.png"
 
-echo "1..$n"
-[ $fails = 0 ]
+tap_end

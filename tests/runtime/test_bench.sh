@@ -11,15 +11,7 @@ T=$(mktemp -d "${TMPDIR:-/tmp}/slim-bench.XXXXXX")
 trap 'rm -rf "$T"' EXIT
 export SLIM_MODEL_PATH="$top_srcdir/models"
 
-n=0
-fails=0
-ok() { n=$((n + 1)); echo "ok $n - $1"; }
-not_ok() { n=$((n + 1)); fails=$((fails + 1)); echo "not ok $n - $1"; }
-check() { # check "description" command...
-    d=$1
-    shift
-    if "$@" > "$T/last.out" 2>&1; then ok "$d"; else not_ok "$d"; sed 's/^/# /' "$T/last.out"; fi
-}
+. "$top_srcdir/tests/tap.sh"
 # jv FILE SECTION KEY: the value of the first "KEY" at or after the line with "SECTION"
 jv() {
     awk -v s="\"$2\":" -v k="\"$3\":" 'index($0, s) { on = 1 }
@@ -115,5 +107,4 @@ err "a stray argument" 2 "unexpected argument 'lenet'" lenet
 "$SLIMRUN" bench --help > "$T/h.txt" 2>&1
 check "--help lists the flags" sh -c "[ $? = 0 ] && grep -q -- '--per_op' '$T/h.txt'"
 
-echo "1..$n"
-exit $((fails > 0))
+tap_end

@@ -16,15 +16,7 @@ T=$(mktemp -d "${TMPDIR:-/tmp}/slim-resume.XXXXXX")
 trap 'rm -rf "$T"' EXIT
 export SLIM_MODEL_PATH="$top_srcdir/models"
 
-n=0
-fails=0
-ok() { n=$((n + 1)); echo "ok $n - $1"; }
-not_ok() { n=$((n + 1)); fails=$((fails + 1)); echo "not ok $n - $1"; }
-check() { # check "description" command...
-    d=$1
-    shift
-    if "$@" > "$T/last.out" 2>&1; then ok "$d"; else not_ok "$d"; sed 's/^/# /' "$T/last.out"; fi
-}
+. "$top_srcdir/tests/tap.sh"
 has() { grep -q -- "$2" "$1"; }
 
 # Every run uses the same flags: rmsprop (two slots), moving averages, a
@@ -320,5 +312,4 @@ rc=$?
 if [ $rc -eq 2 ] && has "$T/j.log" "did you mean --model_name"; then ok "unknown flags suggest"; else
     not_ok "unknown flags suggest (exit $rc)"; sed 's/^/# /' "$T/j.log"; fi
 
-echo "1..$n"
-[ $fails -eq 0 ]
+tap_end
