@@ -18,6 +18,8 @@
 #include "engine/oprun.h"
 
 #include "bench/benchutil.h"
+#include "ops/conv.h"
+#include "ops/conv_ukr.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -394,8 +396,56 @@ static void usage(void)
             "                  [--peak1=GFLOPS] [--peak2=GFLOPS] [--anchors=DIR]\n"
             "                  [--layer=SUBSTRING] [--direction=fwd|bwd-data|bwd-filter]\n"
             "                  [--cpu_time=1] [--json=FILE]\n"
-            "       conv_bench --check   (fast kernels vs reference, exit 1 on mismatch)\n");
+            "       conv_bench --check   (fast kernels vs reference, exit 1 on mismatch)\n"
+            "       conv_bench --ukr     (the micro-kernels alone on L1 operands, 1 thread)\n");
     exit(2);
+}
+
+/* --ukr: the micro-kernels alone, one thread, operands in L1 (a KCHUNK-deep
+ * B panel, MR or MR2 rows of A), C accumulated in place: the ceiling the
+ * conv and fc kernels work under, next to slimrun bench's FMA peak. */
+static int run_ukr(void)
+{
+    const int64_t d = KCHUNK;
+    float *A = malloc(sizeof(float) * MR2 * d), *B = malloc(sizeof(float) * NR * d);
+    float C[MR2 * NR];
+    if (!A || !B)
+        return 1;
+    for (int64_t i = 0; i < MR2 * d; i++)
+        A[i] = 1e-3f * (float)(i % 7);
+    for (int64_t i = 0; i < NR * d; i++)
+        B[i] = 1e-3f * (float)(i % 5);
+    memset(C, 0, sizeof C);
+    const float *a[MR2];
+    for (int i = 0; i < MR2; i++)
+        a[i] = A + i * d;
+    for (int narrow = 0; narrow <= 1; narrow++) {
+        int rows = narrow ? MR2 : MR, cols = narrow ? NARROW_NR : NR;
+        double flops = 2.0 * (double)(rows * cols) * (double)d, best = 0;
+        for (int rep = 0; rep < 7; rep++) {
+            long calls = 0;
+            double t0 = bench_now(), t;
+            do {
+                for (int k = 0; k < 1000; k++) {
+                    if (narrow)
+                        ukr_nn_narrow(d, a, B, C, NR, rows, cols, NULL, true);
+                    else
+                        ukr_nn(d, a, B, C, NR, rows, cols, NULL, true);
+                    __asm__ volatile("" ::: "memory"); /* every call counts */
+                }
+                calls += 1000;
+                t = bench_now() - t0;
+            } while (t < 0.2);
+            double g = flops * (double)calls / t * 1e-9;
+            best = g > best ? g : best;
+        }
+        printf("micro-kernel %s %dx%d, depth %lld, operands in L1, 1 thread: %.1f GFLOP/s "
+               "(best of 7)\n",
+               narrow ? "ukr_nn_narrow" : "ukr_nn", rows, cols, (long long)d, best);
+    }
+    free(A);
+    free(B);
+    return 0;
 }
 
 int main(int argc, char **argv)
@@ -409,6 +459,8 @@ int main(int argc, char **argv)
     bool check = false;
     for (int i = 1; i < argc; i++) {
         const char *arg = argv[i], *v = strchr(arg, '=');
+        if (!strcmp(arg, "--ukr"))
+            return run_ukr();
         if (!strcmp(arg, "--check")) {
             check = true;
             continue;

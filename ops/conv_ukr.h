@@ -126,8 +126,9 @@ static inline void put_row(float *c, vfloat v0, vfloat v1, int nr, vmask m0, vma
 /* C (mr x nr, ld ldc) = A B (+ bias) (+ C when acc): row i of A is a[i][0..d)
  * (all MR pointers valid), B a packed panel (d x NR, zero beyond nr), bias
  * NULL or nr values. */
-static void ukr_nn(int64_t d, const float *const *a, const float *b, float *c, int64_t ldc, int mr,
-                   int nr, const float *bias, bool acc)
+__attribute__((unused)) static void ukr_nn(int64_t d, const float *const *a, const float *b,
+                                           float *c, int64_t ldc, int mr, int nr, const float *bias,
+                                           bool acc)
 {
     const float *a0 = a[0], *a1 = a[1], *a2 = a[2], *a3 = a[3], *a4 = a[4], *a5 = a[5];
     UKR_ZERO;
@@ -151,8 +152,9 @@ static void ukr_nn(int64_t d, const float *const *a, const float *b, float *c, i
 }
 
 /* C (mr x nr, ld ldc) = A^T B (+ C when acc) over d rows (see the top of the file). */
-static void ukr_tn(int64_t d, const float *a, int64_t lda, const float *b, int64_t ldb, float *c,
-                   int64_t ldc, int mr, int nr, bool acc)
+__attribute__((unused)) static void ukr_tn(int64_t d, const float *a, int64_t lda, const float *b,
+                                           int64_t ldb, float *c, int64_t ldc, int mr, int nr,
+                                           bool acc)
 {
     /* rows past mr read row 0 again (in bounds) and are not stored */
     const int64_t o1 = mr > 1, o2 = mr > 2 ? 2 : 0, o3 = mr > 3 ? 3 : 0, o4 = mr > 4 ? 4 : 0,
@@ -307,8 +309,9 @@ static inline void zero_run(float *dst, int64_t n)
 
 #else /* plain loops: the same contracts */
 
-static void ukr_nn(int64_t d, const float *const *a, const float *b, float *c, int64_t ldc, int mr,
-                   int nr, const float *bias, bool acc)
+__attribute__((unused)) static void ukr_nn(int64_t d, const float *const *a, const float *b,
+                                           float *c, int64_t ldc, int mr, int nr, const float *bias,
+                                           bool acc)
 {
     float s[MR][NR] = {{0}};
     for (int64_t l = 0; l < d; l++, b += NR)
@@ -320,8 +323,9 @@ static void ukr_nn(int64_t d, const float *const *a, const float *b, float *c, i
             c[i * ldc + j] = s[i][j] + (bias ? bias[j] : 0.0f) + (acc ? c[i * ldc + j] : 0.0f);
 }
 
-static void ukr_tn(int64_t d, const float *a, int64_t lda, const float *b, int64_t ldb, float *c,
-                   int64_t ldc, int mr, int nr, bool acc)
+__attribute__((unused)) static void ukr_tn(int64_t d, const float *a, int64_t lda, const float *b,
+                                           int64_t ldb, float *c, int64_t ldc, int mr, int nr,
+                                           bool acc)
 {
     float s[MR][NR] = {{0}};
     for (int64_t l = 0; l < d; l++, a += lda, b += ldb)
