@@ -43,6 +43,8 @@ static const layer LAYERS[] = {
     /* deep layers, filter rows of 768-1536 floats (the direct path in depth chunks) */
     {"VGG-16 conv4_2 512->512 28x28 b8", "", 8, 28, 28, 512, 3, 3, 512, 1},
     {"ResNet-50 3x3 256->256 14x14 b16", "", 16, 14, 14, 256, 3, 3, 256, 1},
+    {"ResNet-50 3x3 128->128 28x28 b16", "", 16, 28, 28, 128, 3, 3, 128, 1},
+    {"ResNet-50 3x3 512->512 7x7 b16", "", 16, 7, 7, 512, 3, 3, 512, 1},
     {"ResNet-50 1x1 1024->2048 7x7 b16", "", 16, 7, 7, 1024, 1, 1, 2048, 1},
     /* TF-Slim's LeNet at batch 64 (bench/train_step) */
     {"LeNet conv1 5x5 1->32 28x28 b64", "", 64, 28, 28, 1, 5, 5, 32, 1},
@@ -69,6 +71,7 @@ typedef struct opts {
     const char *only; /* substring of a layer name, or NULL */
     const char *dir;  /* one direction, or NULL */
     bool cpu_time;    /* time by process CPU time instead of wall time */
+    const char *winograd; /* conv2d's winograd attribute: auto, on, off */
 } opts;
 
 typedef struct result {
@@ -131,6 +134,7 @@ static result run_case(const slim_registry *reg, const opts *o, int li, int dir,
     if (!fc) {
         slim_attrs_set_ints(a, "strides", (int64_t[]){L->S, L->S}, 2);
         slim_attrs_set_str(a, "padding", "SAME");
+        slim_attrs_set_str(a, "winograd", o->winograd);
     }
     slim_tensor_desc in[2] = {
         {SLIM_F32, {4, {L->N, L->H, L->W, L->C}}},
@@ -395,7 +399,7 @@ static void usage(void)
             "usage: conv_bench [--threads=1,2] [--budget=SECONDS] [--min_reps=N]\n"
             "                  [--peak1=GFLOPS] [--peak2=GFLOPS] [--anchors=DIR]\n"
             "                  [--layer=SUBSTRING] [--direction=fwd|bwd-data|bwd-filter]\n"
-            "                  [--cpu_time=1] [--json=FILE]\n"
+            "                  [--cpu_time=1] [--winograd=auto|on|off] [--json=FILE]\n"
             "       conv_bench --check   (fast kernels vs reference, exit 1 on mismatch)\n"
             "       conv_bench --ukr     (the micro-kernels alone on L1 operands, 1 thread)\n");
     exit(2);
@@ -455,7 +459,8 @@ int main(int argc, char **argv)
               .peak = {0, 102.6, 205.8},
               .budget = 1.5,
               .min_reps = 5,
-              .anchors = "../shared/anchors"};
+              .anchors = "../shared/anchors",
+              .winograd = "auto"};
     bool check = false;
     for (int i = 1; i < argc; i++) {
         const char *arg = argv[i], *v = strchr(arg, '=');
@@ -491,6 +496,8 @@ int main(int argc, char **argv)
             o.dir = v;
         else if (!strncmp(arg, "--cpu_time=", 11))
             o.cpu_time = atoi(v) != 0;
+        else if (!strncmp(arg, "--winograd=", 11))
+            o.winograd = v;
         else if (!strncmp(arg, "--json=", 7))
             o.json = v;
         else

@@ -176,6 +176,15 @@ static slim_status conv_infer(slim_infer_ctx *c)
     int64_t M = f->N * f->OH * f->OW;
     f->T = slim__conv_tile_rows(f, M, nth);
     t->T = slim__conv_tile_rows(t, f->N * f->H * f->W, nth);
+    /* Winograd F(4x4, 3x3) for the forward and the gathered data gradient */
+    const char *wino = c->attr_str(c, "winograd");
+    bool force = strcmp(wino, "on") == 0, never = strcmp(wino, "off") == 0;
+    if (p->kind == CONV_GEMM && !never && slim__wino_shape(f) &&
+        (force || (f->C >= WINO_MIN_CH && f->O >= WINO_MIN_CH)))
+        f->TB = slim__wino_block(f, nth);
+    if (c->training && p->kind == CONV_GEMM && p->dx_gather && !never && slim__wino_shape(t) &&
+        (force || (t->C >= WINO_MIN_CH && t->O >= WINO_MIN_CH)))
+        t->TB = slim__wino_block(t, nth);
     p->dw_ksplit = M < f->K;
 
     slim_shape ys = {4, {f->N, f->OH, f->OW, f->O}};
@@ -511,6 +520,13 @@ static const slim_attr_spec conv_attrs[] = {
      .min = 1,
      .max = 1 << 30,
      .doc = "C and O divisible by groups; groups == C == O is depthwise"},
+    {.name = "winograd",
+     .type = SLIM_ATTR_STRING,
+     .def = "auto",
+     .choices = "auto|on|off",
+     .doc = "Winograd F(4x4,3x3) for 3x3 stride-1 undilated ungrouped convolutions (forward and "
+            "data gradient): auto = when both channel counts are at least 32, on = always for "
+            "such shapes, off = never (the direct kernels, closer to the exact sum)"},
 };
 
 const slim_op_desc slim__op_conv2d = {

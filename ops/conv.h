@@ -30,6 +30,7 @@ typedef struct conv_geom {
     int64_t K;              /* GEMM depth: KH*KW*Cg */
     int64_t T;              /* output rows per im2col tile (a multiple of MR but on small M) */
     bool pointwise;         /* 1x1, stride 1, no padding: in is the A matrix */
+    int64_t TB;             /* Winograd: 4x4 output tiles per block (0: not Winograd) */
 } conv_geom;
 
 /* Everything the kernels need, filled by infer. */
@@ -55,6 +56,13 @@ typedef struct conv_params {
 /* conv_rows_direct: filter rows of at least this many floats, at most this many rows. */
 #define DIRECT_MIN_RUN 96
 #define DIRECT_MAX_KH 16
+
+/* Winograd (ops/conv_wino.c): a block's V and M in about this many floats
+ * (1 MB of a 2 MB L2), at most WINO_MAX_TB tiles; used (winograd=auto) when
+ * both channel counts are at least WINO_MIN_CH. */
+#define WINO_BLOCK_FLOATS 262144
+#define WINO_MAX_TB 96
+#define WINO_MIN_CH 32
 
 /* ---- shared helpers ------------------------------------------------------ */
 
@@ -87,6 +95,25 @@ int64_t slim__conv_tile_rows(const conv_geom *q, int64_t M, int nth);
 int slim__conv_workers(const slim_kernel_ctx *c, bool backward);
 void slim__conv_gemm_forward(const slim_kernel_ctx *c);
 void slim__conv_gemm_backward(const slim_kernel_ctx *c);
+
+/* ---- ops/conv_wino.c -------------------------------------------------------- */
+
+/* 3x3, stride 1, no dilation, no groups: what F(4x4, 3x3) computes. */
+bool slim__wino_shape(const conv_geom *q);
+/* Tiles per block for nth threads (q->TB). */
+int64_t slim__wino_block(const conv_geom *q, int nth);
+/* Blocks of q->TB tiles. */
+int64_t slim__wino_blocks(const conv_geom *q);
+/* Floats of the packed transformed filter (shared) and of one worker's V and M. */
+size_t slim__wino_shared_floats(const conv_geom *q);
+size_t slim__wino_ws_floats(const conv_geom *q);
+/* All threads: U = the transformed filter, packed (flip: w is the forward
+ * filter of the convolution whose data gradient q is). Ends with a sync. */
+void slim__wino_pack(const slim_kernel_ctx *c, const conv_geom *q, const float *w, bool flip,
+                     float *U);
+/* Blocks [b0, b1): out = conv(in, w) (+ bias); ws: slim__wino_ws_floats floats. */
+void slim__wino_run(const conv_geom *q, const float *in, const float *U, const float *bias,
+                    float *out, float *ws, int64_t b0, int64_t b1);
 
 /* ---- ops/conv.c ------------------------------------------------------------- */
 

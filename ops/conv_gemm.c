@@ -93,6 +93,10 @@ size_t slim__conv_shared_floats(const conv_params *p, bool backward)
 {
     if (p->kind == CONV_DEPTHWISE)
         return 0;
+    if (!backward && p->f.TB)
+        return slim__wino_shared_floats(&p->f);
+    if (backward && p->t.TB)
+        return slim__wino_shared_floats(&p->t); /* the packed filter serves dx alone */
     int64_t depth, panels;
     pack_dims(p, backward ? bwd_pack_mode(p) : PACK_W, &depth, &panels);
     return round16((size_t)(p->f.G * panels * depth * NR));
@@ -110,6 +114,8 @@ static bwd_slice bwd_layout(const conv_params *p, int64_t nw)
     size_t col = p->kind == CONV_GEMM ? round16((size_t)(f->T * f->K)) : 0;
     if (p->dx_gather && !t->pointwise && rows_tile_floats(t) > col)
         col = rows_tile_floats(t); /* dx and dW phases take turns */
+    if (t->TB && slim__wino_ws_floats(t) > col)
+        col = slim__wino_ws_floats(t);
     bwd_slice s = {.col = 0, .dcol = col};
     s.dw = s.dcol + (scatter ? round16((size_t)(f->T * f->K)) : 0);
     s.db = s.dw + (p->dw_ksplit ? 0 : round16((size_t)(f->K * f->O)));
@@ -130,6 +136,8 @@ size_t slim__conv_ws_floats(const conv_params *p, int64_t nw, bool backward)
     const conv_geom *f = &p->f;
     if (p->kind == CONV_DEPTHWISE)
         return backward ? round16((size_t)(f->KH * f->KW * f->C)) + round16((size_t)f->O) : 0;
+    if (!backward && f->TB)
+        return slim__wino_ws_floats(f);
     if (!backward)
         return p->kind == CONV_GEMM ? rows_tile_floats(f) : 0;
     return bwd_layout(p, nw).total;
@@ -478,6 +486,19 @@ void slim__conv_gemm_forward(const slim_kernel_ctx *c)
         return;
     }
     float *packed = c->ws;
+    if (f->TB) {
+        slim__wino_pack(c, f, c->in[1].data, false, packed);
+        if (c->ith >= nw)
+            return;
+        int64_t lo, hi;
+        slim_split(slim__wino_blocks(f), c->ith, nw, &lo, &hi);
+        slim__wino_run(f, c->in[0].data, packed, p->has_bias ? c->in[2].data : NULL,
+                       c->out[0].data,
+                       packed + slim__conv_shared_floats(p, false) +
+                           (size_t)c->ith * slim__conv_ws_floats(p, nw, false),
+                       lo, hi);
+        return;
+    }
     pack_filter(c, PACK_W, packed);
     if (c->ith >= nw)
         return;
@@ -654,7 +675,9 @@ void slim__conv_gemm_backward(const slim_kernel_ctx *c)
         return;
     }
     float *packed = c->ws;
-    if (dx)
+    if (dx && p->t.TB)
+        slim__wino_pack(c, &p->t, c->in[1].data, true, packed);
+    else if (dx)
         pack_filter(c, bwd_pack_mode(p), packed);
     bwd_slice sl = bwd_layout(p, nw);
     size_t stride = sl.total;
@@ -683,9 +706,14 @@ void slim__conv_gemm_backward(const slim_kernel_ctx *c)
     if (dx && p->dx_gather && worker) {
         /* dx = conv(dy, flip(w)^T): each worker writes its own dx rows */
         const conv_geom *t = &p->t;
-        int64_t ntiles = (f->N * f->H * f->W + t->T - 1) / t->T;
-        slim_split(ntiles * t->G, c->ith, nw, &lo, &hi);
-        conv_rows(t, j.dy, packed, NULL, dx, j.col, lo, hi);
+        if (t->TB) {
+            slim_split(slim__wino_blocks(t), c->ith, nw, &lo, &hi);
+            slim__wino_run(t, j.dy, packed, NULL, dx, j.col, lo, hi);
+        } else {
+            int64_t ntiles = (f->N * f->H * f->W + t->T - 1) / t->T;
+            slim_split(ntiles * t->G, c->ith, nw, &lo, &hi);
+            conv_rows(t, j.dy, packed, NULL, dx, j.col, lo, hi);
+        }
     }
     if (!dx || p->dx_gather) {
         /* no scatter: any split of the rows is race free */

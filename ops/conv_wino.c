@@ -1,0 +1,355 @@
+/*
+ * ops/conv_wino.c - Winograd F(4x4, 3x3) for 3x3 convolutions of stride 1,
+ * no dilation and no groups: the forward pass, and through conv(dy, flip(w)^T)
+ * the data gradient (ops/conv_gemm.c decides which runs here).
+ *
+ * Each 4x4 block of outputs (a "tile") is computed from the 6x6 block of
+ * input under it: with d that input, g a 3x3 filter and the transforms of
+ * Lavin and Gray ("Fast Algorithms for Convolutional Neural Networks", 2015;
+ * interpolation points 0, 1, -1, 2, -2 and infinity),
+ *
+ *     Y = A^T [ (G g G^T) .* (B^T d B) ] A,
+ *
+ * a sum over input channels of 36 element-wise products instead of 144
+ * multiply-adds per output channel. Summed over channels, the 36 products
+ * are 36 independent GEMMs:
+ *
+ *     M[xi] (tiles x O) = V[xi] (tiles x C) * U[xi] (C x O),   xi = 0..35,
+ *
+ * where U = G g G^T for every (c, o) is computed once per call and packed into
+ * the micro-kernels' NR-column panels (shared by the threads), V = B^T d B for
+ * a block of tiles, and the output transform A^T M A (plus the bias) writes
+ * the block's outputs. A block of TB tiles is one worker's unit: its V and M
+ * (36 * TB * (C + O) floats) stay in L2 while its 36 products run, each on
+ * the register-blocked kernels of ops/conv_ukr.h with the depth in KCHUNK
+ * chunks, as the other forward paths.
+ *
+ * The transforms work on chunks of WCH channels as plain loops of known trip
+ * count, which the compiler vectorizes for the build's vector width. In fp32
+ * the result differs from the direct sum by a few units in the 6th digit of
+ * the output's scale (the transforms' constants up to 8 and 1/24 amplify
+ * rounding): tests/ops/cases_conv.c checks it against the reference kernel.
+ */
+#include <string.h>
+
+#include "ops/conv.h"
+#include "ops/conv_ukr.h"
+
+#define WCH 16 /* channels per transform chunk */
+#define WT 36  /* 6 x 6 transformed points */
+
+/* ---- geometry ---------------------------------------------------------------- */
+
+bool slim__wino_shape(const conv_geom *q)
+{
+    return q->KH == 3 && q->KW == 3 && q->SH == 1 && q->SW == 1 && q->DH == 1 && q->DW == 1 &&
+           q->G == 1 && !q->pointwise;
+}
+
+static int64_t tiles_h(const conv_geom *q)
+{
+    return (q->OH + 3) / 4;
+}
+
+static int64_t tiles_w(const conv_geom *q)
+{
+    return (q->OW + 3) / 4;
+}
+
+static int64_t pad_to(int64_t n, int64_t m)
+{
+    return (n + m - 1) / m * m;
+}
+
+/* Leading dimensions of V and M rows: whole transform chunks, whole panels. */
+static int64_t v_ld(const conv_geom *q)
+{
+    return pad_to(q->C, WCH);
+}
+
+static int64_t m_ld(const conv_geom *q)
+{
+    return pad_to(pad_to(q->O, NR), WCH);
+}
+
+/* Rows per micro-kernel call: outputs of at most one vector take the narrow
+ * blocks (MR2 rows of one vector), as in the other paths. */
+static int block_rows(const conv_geom *q)
+{
+#ifdef VW
+    return q->O <= NARROW_NR ? MR2 : MR;
+#else
+    return MR;
+#endif
+}
+
+int64_t slim__wino_block(const conv_geom *q, int nth)
+{
+    const int64_t tiles = q->N * tiles_h(q) * tiles_w(q), rows = block_rows(q);
+    /* V and M of a block in about WINO_BLOCK_FLOATS, at most WINO_MAX_TB tiles */
+    int64_t tb = WINO_BLOCK_FLOATS / (WT * (v_ld(q) + m_ld(q)));
+    tb = min64(tb, WINO_MAX_TB);
+    tb = min64(tb, (tiles + nth - 1) / nth); /* a block per thread at least */
+    tb = pad_to(max64(tb, 1), rows);
+    return tb;
+}
+
+int64_t slim__wino_blocks(const conv_geom *q)
+{
+    return (q->N * tiles_h(q) * tiles_w(q) + q->TB - 1) / q->TB;
+}
+
+size_t slim__wino_shared_floats(const conv_geom *q)
+{
+    return round16((size_t)(WT * ((q->O + NR - 1) / NR) * q->C * NR));
+}
+
+size_t slim__wino_ws_floats(const conv_geom *q)
+{
+    return round16((size_t)(WT * q->TB * v_ld(q))) + round16((size_t)(WT * q->TB * m_ld(q)));
+}
+
+/* ---- the filter: U = G g G^T, packed ---------------------------------------- */
+
+/* All threads transform and pack the filter into U, then meet: U holds, for
+ * xi = 0..35 and each NR-column panel ob, C rows of NR values
+ * U[xi](c, ob*NR + j) (zero past O). w is (3,3,C,O) for q, or with flip the
+ * forward filter (3,3,O,C) of the convolution q is the data gradient of.
+ * One row (ob, c) at a time, the NR columns as vector lanes: G g G^T is
+ * linear, so each of the 36 results is a fixed combination of the 9 taps. */
+void slim__wino_pack(const slim_kernel_ctx *c, const conv_geom *q, const float *w, bool flip,
+                     float *U)
+{
+    const int64_t C = q->C, O = q->O, nb = (O + NR - 1) / NR, plane = nb * C * NR;
+    int64_t lo, hi;
+    slim_split(nb * C, c->ith, c->nth, &lo, &hi);
+    for (int64_t r = lo; r < hi; r++) {
+        const int64_t ob = r / C, ci = r % C, nj = min64(NR, O - ob * NR);
+        float g[9][NR], t[6][3][NR];
+        for (int tap = 0; tap < 9; tap++) {
+            /* flip: the taps reversed, in and out channels swapped (w (3,3,O,C)) */
+            const float *src = flip ? w + ((8 - tap) * O + ob * NR) * C + ci
+                                    : w + (tap * C + ci) * O + ob * NR;
+            const int64_t js = flip ? C : 1;
+            for (int64_t j = 0; j < nj; j++)
+                g[tap][j] = src[j * js];
+            for (int64_t j = nj; j < NR; j++)
+                g[tap][j] = 0.0f;
+        }
+        for (int kw = 0; kw < 3; kw++) /* t (6x3) = G g */
+            for (int j = 0; j < NR; j++) {
+                float v0 = g[kw][j], v1 = g[3 + kw][j], v2 = g[6 + kw][j];
+                t[0][kw][j] = v0 * 0.25f;
+                t[1][kw][j] = -(v0 + v1 + v2) * (1.0f / 6.0f);
+                t[2][kw][j] = -(v0 - v1 + v2) * (1.0f / 6.0f);
+                t[3][kw][j] = v0 * (1.0f / 24.0f) + v1 * (1.0f / 12.0f) + v2 * (1.0f / 6.0f);
+                t[4][kw][j] = v0 * (1.0f / 24.0f) - v1 * (1.0f / 12.0f) + v2 * (1.0f / 6.0f);
+                t[5][kw][j] = v2;
+            }
+        float *dst = U + (ob * C + ci) * NR;
+        for (int i = 0; i < 6; i++) { /* u (6x6) = t G^T, row i */
+            float *u0 = dst + (i * 6) * plane, *u1 = u0 + plane, *u2 = u1 + plane,
+                  *u3 = u2 + plane, *u4 = u3 + plane, *u5 = u4 + plane;
+            for (int j = 0; j < NR; j++) {
+                float v0 = t[i][0][j], v1 = t[i][1][j], v2 = t[i][2][j];
+                u0[j] = v0 * 0.25f;
+                u1[j] = -(v0 + v1 + v2) * (1.0f / 6.0f);
+                u2[j] = -(v0 - v1 + v2) * (1.0f / 6.0f);
+                u3[j] = v0 * (1.0f / 24.0f) + v1 * (1.0f / 12.0f) + v2 * (1.0f / 6.0f);
+                u4[j] = v0 * (1.0f / 24.0f) - v1 * (1.0f / 12.0f) + v2 * (1.0f / 6.0f);
+                u5[j] = v2;
+            }
+        }
+    }
+    c->sync(c);
+}
+
+/* ---- the transforms ---------------------------------------------------------- */
+
+/* V = B^T d B on one chunk: d[r][col] points at WCH values -> v[(r*6 + col) * vs + j]. */
+static void input_chunk(const float *const (*d)[6], float *v, int64_t vs)
+{
+    float t[6][6][WCH]; /* d B: per row, the columns combined */
+    for (int r = 0; r < 6; r++) {
+        const float *d0 = d[r][0], *d1 = d[r][1], *d2 = d[r][2], *d3 = d[r][3], *d4 = d[r][4],
+                    *d5 = d[r][5];
+        for (int j = 0; j < WCH; j++) {
+            t[r][0][j] = 4.0f * d0[j] - 5.0f * d2[j] + d4[j];
+            t[r][1][j] = -4.0f * (d1[j] + d2[j]) + d3[j] + d4[j];
+            t[r][2][j] = 4.0f * (d1[j] - d2[j]) - d3[j] + d4[j];
+            t[r][3][j] = 2.0f * (d3[j] - d1[j]) - d2[j] + d4[j];
+            t[r][4][j] = 2.0f * (d1[j] - d3[j]) - d2[j] + d4[j];
+            t[r][5][j] = 4.0f * d1[j] - 5.0f * d3[j] + d5[j];
+        }
+    }
+    for (int col = 0; col < 6; col++) {
+        const float *t0 = t[0][col], *t1 = t[1][col], *t2 = t[2][col], *t3 = t[3][col],
+                    *t4 = t[4][col], *t5 = t[5][col];
+        float *v0 = v + (0 * 6 + col) * vs, *v1 = v + (1 * 6 + col) * vs,
+              *v2 = v + (2 * 6 + col) * vs, *v3 = v + (3 * 6 + col) * vs,
+              *v4 = v + (4 * 6 + col) * vs, *v5 = v + (5 * 6 + col) * vs;
+        for (int j = 0; j < WCH; j++) {
+            v0[j] = 4.0f * t0[j] - 5.0f * t2[j] + t4[j];
+            v1[j] = -4.0f * (t1[j] + t2[j]) + t3[j] + t4[j];
+            v2[j] = 4.0f * (t1[j] - t2[j]) - t3[j] + t4[j];
+            v3[j] = 2.0f * (t3[j] - t1[j]) - t2[j] + t4[j];
+            v4[j] = 2.0f * (t1[j] - t3[j]) - t2[j] + t4[j];
+            v5[j] = 4.0f * t1[j] - 5.0f * t3[j] + t5[j];
+        }
+    }
+}
+
+/* Y = A^T M A on one chunk: m[xi * ms + j] -> y[a][b] (WCH values each, + bias). */
+static void output_chunk(const float *m, int64_t ms, const float *bias, float *const (*y)[4])
+{
+    float t[6][4][WCH]; /* M A: per row, the columns combined */
+    for (int r = 0; r < 6; r++) {
+        const float *m0 = m + (r * 6 + 0) * ms, *m1 = m + (r * 6 + 1) * ms,
+                    *m2 = m + (r * 6 + 2) * ms, *m3 = m + (r * 6 + 3) * ms,
+                    *m4 = m + (r * 6 + 4) * ms, *m5 = m + (r * 6 + 5) * ms;
+        for (int j = 0; j < WCH; j++) {
+            float s12 = m1[j] + m2[j], d12 = m1[j] - m2[j];
+            float s34 = m3[j] + m4[j], d34 = m3[j] - m4[j];
+            t[r][0][j] = m0[j] + s12 + s34;
+            t[r][1][j] = d12 + 2.0f * d34;
+            t[r][2][j] = s12 + 4.0f * s34;
+            t[r][3][j] = d12 + 8.0f * d34 + m5[j];
+        }
+    }
+    for (int col = 0; col < 4; col++) {
+        float *y0 = y[0][col], *y1 = y[1][col], *y2 = y[2][col], *y3 = y[3][col];
+        for (int j = 0; j < WCH; j++) {
+            float s12 = t[1][col][j] + t[2][col][j], d12 = t[1][col][j] - t[2][col][j];
+            float s34 = t[3][col][j] + t[4][col][j], d34 = t[3][col][j] - t[4][col][j];
+            float b = bias[j];
+            y0[j] = t[0][col][j] + s12 + s34 + b;
+            y1[j] = d12 + 2.0f * d34 + b;
+            y2[j] = s12 + 4.0f * s34 + b;
+            y3[j] = d12 + 8.0f * d34 + t[5][col][j] + b;
+        }
+    }
+}
+
+/* ---- a block of tiles ----------------------------------------------------------- */
+
+/* The tile's image, first output row and column. */
+static void tile_at(const conv_geom *q, int64_t tile, int64_t *n, int64_t *oh0, int64_t *ow0)
+{
+    const int64_t th = tiles_h(q), tw = tiles_w(q);
+    *n = tile / (th * tw);
+    *oh0 = tile / tw % th * 4;
+    *ow0 = tile % tw * 4;
+}
+
+/* V rows [0, tn) of the block from tiles [t0, t0 + tn). Points outside the
+ * image read zeros; a chunk the channel count ends is copied, zero-padded. */
+static void input_block(const conv_geom *q, const float *in, int64_t t0, int64_t tn, float *V)
+{
+    const int64_t C = q->C, vs = q->TB * v_ld(q);
+    static const float zeros[WCH];
+    float part[6][6][WCH];
+    for (int64_t i = 0; i < tn; i++) {
+        int64_t n, oh0, ow0;
+        tile_at(q, t0 + i, &n, &oh0, &ow0);
+        const int64_t ih0 = oh0 - q->PT, iw0 = ow0 - q->PL;
+        const float *src[6][6];
+        for (int r = 0; r < 6; r++)
+            for (int col = 0; col < 6; col++) {
+                int64_t ih = ih0 + r, iw = iw0 + col;
+                src[r][col] = ih >= 0 && ih < q->H && iw >= 0 && iw < q->W
+                                  ? in + ((n * q->H + ih) * q->W + iw) * C
+                                  : NULL;
+            }
+        for (int64_t c0 = 0; c0 < C; c0 += WCH) {
+            const int64_t cn = min64(WCH, C - c0);
+            const float *d[6][6];
+            for (int r = 0; r < 6; r++)
+                for (int col = 0; col < 6; col++) {
+                    if (!src[r][col]) {
+                        d[r][col] = zeros;
+                    } else if (cn == WCH) {
+                        d[r][col] = src[r][col] + c0;
+                    } else {
+                        memcpy(part[r][col], src[r][col] + c0, (size_t)cn * sizeof(float));
+                        memset(part[r][col] + cn, 0, (size_t)(WCH - cn) * sizeof(float));
+                        d[r][col] = part[r][col];
+                    }
+                }
+            input_chunk((const float *const(*)[6])d, V + i * v_ld(q) + c0, vs);
+        }
+    }
+}
+
+/* The outputs of tiles [t0, t0 + tn) from M rows [0, tn): straight into out,
+ * but for points past the map's edge and chunks the channel count ends. */
+static void output_block(const conv_geom *q, const float *M, const float *bias, int64_t t0,
+                         int64_t tn, float *out)
+{
+    const int64_t O = q->O, ms = q->TB * m_ld(q);
+    float part[4][4][WCH], b[WCH];
+    for (int64_t i = 0; i < tn; i++) {
+        int64_t n, oh0, ow0;
+        tile_at(q, t0 + i, &n, &oh0, &ow0);
+        const int64_t rows = min64(4, q->OH - oh0), cols = min64(4, q->OW - ow0);
+        for (int64_t o0 = 0; o0 < O; o0 += WCH) {
+            const int64_t on = min64(WCH, O - o0);
+            const bool whole = on == WCH;
+            memset(b, 0, sizeof b);
+            if (bias)
+                memcpy(b, bias + o0, (size_t)on * sizeof(float));
+            float *y[4][4];
+            for (int a = 0; a < 4; a++)
+                for (int e = 0; e < 4; e++)
+                    y[a][e] = whole && a < rows && e < cols
+                                  ? out + ((n * q->OH + oh0 + a) * q->OW + ow0 + e) * O + o0
+                                  : part[a][e];
+            output_chunk(M + i * m_ld(q) + o0, ms, b, (float *const(*)[4])y);
+            if (whole)
+                continue;
+            for (int64_t a = 0; a < rows; a++)
+                for (int64_t e = 0; e < cols; e++)
+                    memcpy(out + ((n * q->OH + oh0 + a) * q->OW + ow0 + e) * O + o0, part[a][e],
+                           (size_t)on * sizeof(float));
+        }
+    }
+}
+
+/* Blocks [b0, b1) of q->TB tiles: out = conv(in, w) (+ bias) with U the packed
+ * transformed filter (slim__wino_pack) and ws this worker's
+ * slim__wino_ws_floats. */
+void slim__wino_run(const conv_geom *q, const float *in, const float *U, const float *bias,
+                    float *out, float *ws, int64_t b0, int64_t b1)
+{
+    const int64_t tiles = q->N * tiles_h(q) * tiles_w(q), C = q->C, nb = (q->O + NR - 1) / NR;
+    const int64_t vl = v_ld(q), ml = m_ld(q);
+    const int rows = block_rows(q);
+    const bool narrow = rows == MR2;
+    const int nr = narrow ? NARROW_NR : NR; /* NARROW_NR = WCH */
+    float *V = ws, *M = ws + round16((size_t)(WT * q->TB * vl));
+    const int64_t nch = (C + KCHUNK - 1) / KCHUNK;
+    for (int64_t blk = b0; blk < b1; blk++) {
+        const int64_t t0 = blk * q->TB, tn = min64(q->TB, tiles - t0);
+        input_block(q, in, t0, tn, V);
+        for (int x = 0; x < WT; x++) {
+            const float *Vx = V + x * q->TB * vl;
+            float *Mx = M + x * q->TB * ml;
+            for (int64_t ci = 0; ci < nch; ci++) {
+                const int64_t k0 = C * ci / nch, k1 = C * (ci + 1) / nch;
+                for (int64_t ob = 0; ob < nb; ob++) {
+                    const float *bp = U + ((x * nb + ob) * C + k0) * NR;
+                    for (int64_t i0 = 0; i0 < tn; i0 += rows) {
+                        int mr = (int)min64(rows, tn - i0);
+                        const float *a[MR2];
+                        for (int i = 0; i < rows; i++)
+                            a[i] = Vx + (i0 + (i < mr ? i : 0)) * vl + k0;
+                        /* nr covers the panel's zero columns: M is defined
+                         * up to its leading dimension */
+                        (narrow ? ukr_nn_narrow : ukr_nn)(k1 - k0, a, bp, Mx + i0 * ml + ob * NR,
+                                                          ml, mr, nr, NULL, ci > 0);
+                    }
+                }
+            }
+        }
+        output_block(q, M, bias, t0, tn, out);
+    }
+}
