@@ -148,17 +148,18 @@ void slim__wino_pack(const slim_kernel_ctx *c, const conv_geom *q, const float *
             }
         float *dst = U + (ob * C + ci) * NR;
         for (int i = 0; i < 6; i++) { /* u (6x6) = t G^T, row i */
-            float *u0 = dst + (i * 6) * plane, *u1 = u0 + plane, *u2 = u1 + plane,
-                  *u3 = u2 + plane, *u4 = u3 + plane, *u5 = u4 + plane;
+            float u[6][NR];
             for (int j = 0; j < NR; j++) {
                 float v0 = t[i][0][j], v1 = t[i][1][j], v2 = t[i][2][j];
-                u0[j] = v0 * 0.25f;
-                u1[j] = -(v0 + v1 + v2) * (1.0f / 6.0f);
-                u2[j] = -(v0 - v1 + v2) * (1.0f / 6.0f);
-                u3[j] = v0 * (1.0f / 24.0f) + v1 * (1.0f / 12.0f) + v2 * (1.0f / 6.0f);
-                u4[j] = v0 * (1.0f / 24.0f) - v1 * (1.0f / 12.0f) + v2 * (1.0f / 6.0f);
-                u5[j] = v2;
+                u[0][j] = v0 * 0.25f;
+                u[1][j] = -(v0 + v1 + v2) * (1.0f / 6.0f);
+                u[2][j] = -(v0 - v1 + v2) * (1.0f / 6.0f);
+                u[3][j] = v0 * (1.0f / 24.0f) + v1 * (1.0f / 12.0f) + v2 * (1.0f / 6.0f);
+                u[4][j] = v0 * (1.0f / 24.0f) - v1 * (1.0f / 12.0f) + v2 * (1.0f / 6.0f);
+                u[5][j] = v2;
             }
+            for (int k = 0; k < 6; k++)
+                memcpy(dst + (i * 6 + k) * plane, u[k], sizeof u[k]);
         }
     }
     c->sync(c);
@@ -185,17 +186,17 @@ static void input_chunk(const float *const (*d)[6], float *v, int64_t vs)
     for (int col = 0; col < 6; col++) {
         const float *t0 = t[0][col], *t1 = t[1][col], *t2 = t[2][col], *t3 = t[3][col],
                     *t4 = t[4][col], *t5 = t[5][col];
-        float *v0 = v + (0 * 6 + col) * vs, *v1 = v + (1 * 6 + col) * vs,
-              *v2 = v + (2 * 6 + col) * vs, *v3 = v + (3 * 6 + col) * vs,
-              *v4 = v + (4 * 6 + col) * vs, *v5 = v + (5 * 6 + col) * vs;
+        float o[6][WCH]; /* local, so the loop vectorizes; then six stores */
         for (int j = 0; j < WCH; j++) {
-            v0[j] = 4.0f * t0[j] - 5.0f * t2[j] + t4[j];
-            v1[j] = -4.0f * (t1[j] + t2[j]) + t3[j] + t4[j];
-            v2[j] = 4.0f * (t1[j] - t2[j]) - t3[j] + t4[j];
-            v3[j] = 2.0f * (t3[j] - t1[j]) - t2[j] + t4[j];
-            v4[j] = 2.0f * (t1[j] - t3[j]) - t2[j] + t4[j];
-            v5[j] = 4.0f * t1[j] - 5.0f * t3[j] + t5[j];
+            o[0][j] = 4.0f * t0[j] - 5.0f * t2[j] + t4[j];
+            o[1][j] = -4.0f * (t1[j] + t2[j]) + t3[j] + t4[j];
+            o[2][j] = 4.0f * (t1[j] - t2[j]) - t3[j] + t4[j];
+            o[3][j] = 2.0f * (t3[j] - t1[j]) - t2[j] + t4[j];
+            o[4][j] = 2.0f * (t1[j] - t3[j]) - t2[j] + t4[j];
+            o[5][j] = 4.0f * t1[j] - 5.0f * t3[j] + t5[j];
         }
+        for (int r = 0; r < 6; r++)
+            memcpy(v + (r * 6 + col) * vs, o[r], sizeof o[r]);
     }
 }
 
@@ -217,16 +218,18 @@ static void output_chunk(const float *m, int64_t ms, const float *bias, float *c
         }
     }
     for (int col = 0; col < 4; col++) {
-        float *y0 = y[0][col], *y1 = y[1][col], *y2 = y[2][col], *y3 = y[3][col];
+        float o[4][WCH];
         for (int j = 0; j < WCH; j++) {
             float s12 = t[1][col][j] + t[2][col][j], d12 = t[1][col][j] - t[2][col][j];
             float s34 = t[3][col][j] + t[4][col][j], d34 = t[3][col][j] - t[4][col][j];
             float b = bias[j];
-            y0[j] = t[0][col][j] + s12 + s34 + b;
-            y1[j] = d12 + 2.0f * d34 + b;
-            y2[j] = s12 + 4.0f * s34 + b;
-            y3[j] = d12 + 8.0f * d34 + t[5][col][j] + b;
+            o[0][j] = t[0][col][j] + s12 + s34 + b;
+            o[1][j] = d12 + 2.0f * d34 + b;
+            o[2][j] = s12 + 4.0f * s34 + b;
+            o[3][j] = d12 + 8.0f * d34 + t[5][col][j] + b;
         }
+        for (int a = 0; a < 4; a++)
+            memcpy(y[a][col], o[a], sizeof o[a]);
     }
 }
 
