@@ -57,10 +57,10 @@ typedef struct conv_params {
 #define DIRECT_MIN_RUN 96
 #define DIRECT_MAX_KH 16
 
-/* Winograd (ops/conv_wino.c): a block's V and M in about this many floats
- * (1 MB of a 2 MB L2), at most WINO_MAX_TB tiles; used (winograd=auto) when
- * both channel counts are at least WINO_MIN_CH. */
-#define WINO_BLOCK_FLOATS 262144
+/* Winograd (ops/conv_wino.c): blocks of tiles whose V and M planes of one
+ * point take about this many floats (256 KB), at most WINO_MAX_TB tiles; used
+ * (winograd=auto) when both channel counts are at least WINO_MIN_CH. */
+#define WINO_PLANE_FLOATS 65536
 #define WINO_MAX_TB 96
 #define WINO_MIN_CH 32
 

@@ -86,8 +86,10 @@ static int block_rows(const conv_geom *q)
 int64_t slim__wino_block(const conv_geom *q, int nth)
 {
     const int64_t tiles = q->N * tiles_h(q) * tiles_w(q), rows = block_rows(q);
-    /* V and M of a block in about WINO_BLOCK_FLOATS, at most WINO_MAX_TB tiles */
-    int64_t tb = WINO_BLOCK_FLOATS / (WT * (v_ld(q) + m_ld(q)));
+    /* one point's planes of V and M in about WINO_PLANE_FLOATS (the product
+     * of that point streams them from L2 for each panel of U), at most
+     * WINO_MAX_TB tiles: more tiles reuse each panel of U more */
+    int64_t tb = WINO_PLANE_FLOATS / (v_ld(q) + m_ld(q));
     tb = min64(tb, WINO_MAX_TB);
     tb = min64(tb, (tiles + nth - 1) / nth); /* a block per thread at least */
     tb = pad_to(max64(tb, 1), rows);
