@@ -525,7 +525,7 @@ static const slim_attr_spec conv_attrs[] = {
      .def = "auto",
      .choices = "auto|on|off",
      .doc = "Winograd F(4x4,3x3) for 3x3 stride-1 undilated ungrouped convolutions (forward and "
-            "data gradient): auto = when both channel counts are at least 32, on = always for "
+            "data gradient): auto = when both channel counts are at least 16, on = always for "
             "such shapes, off = never (the direct kernels, closer to the exact sum)"},
 };
 

@@ -62,7 +62,7 @@ typedef struct conv_params {
  * (winograd=auto) when both channel counts are at least WINO_MIN_CH. */
 #define WINO_PLANE_FLOATS 65536
 #define WINO_MAX_TB 96
-#define WINO_MIN_CH 32
+#define WINO_MIN_CH 16
 
 /* ---- shared helpers ------------------------------------------------------ */
 

@@ -80,17 +80,18 @@ static const harness_case cases[] = {
      * direct forward without im2col (KW*C >= 96), backward-data as a forward
      * convolution of dy with the flipped filter (stride 1, >= 16 channels per
      * group, or 1x1), their edges (odd sizes, O not a multiple of the kernel
-     * width), groups, dilation, stride 2 and batch 1 */
+     * width), groups, dilation, stride 2 and batch 1; 3x3 stride 1 with
+     * winograd=off, which the Winograd cases below take otherwise */
     {.name = "wide_3x3_c32_o16_same",
      .op = "conv2d",
-     .attrs = "padding=SAME",
+     .attrs = "padding=SAME; winograd=off",
      .n_in = 3,
      .in = {X4(2, 6, 5, 32), X4(3, 3, 32, 16), B1(16)},
      .training = true,
      .eps = 2e-3},
     {.name = "wide_3x3_c16_o24_valid_b1",
      .op = "conv2d",
-     .attrs = "padding=VALID",
+     .attrs = "padding=VALID; winograd=off",
      .n_in = 2,
      .in = {X4(1, 7, 6, 16), X4(3, 3, 16, 24)},
      .training = true,
@@ -141,7 +142,7 @@ static const harness_case cases[] = {
      * layer, over rows that end mid-block */
     {.name = "wide_3x3_c32_o48_mixed_panels",
      .op = "conv2d",
-     .attrs = "padding=SAME",
+     .attrs = "padding=SAME; winograd=off",
      .n_in = 3,
      .in = {X4(2, 9, 7, 32), X4(3, 3, 32, 48), B1(48)},
      .training = true,
@@ -151,14 +152,14 @@ static const harness_case cases[] = {
      * makes the gathered backward-data direct and chunked too */
     {.name = "direct_chunks_3x3_c96_o20_same",
      .op = "conv2d",
-     .attrs = "padding=SAME",
+     .attrs = "padding=SAME; winograd=off",
      .n_in = 2,
      .in = {X4(2, 6, 5, 96), X4(3, 3, 96, 20)},
      .training = true,
      .eps = 2e-3},
     {.name = "direct_chunks_3x3_c96_o96",
      .op = "conv2d",
-     .attrs = "padding=SAME",
+     .attrs = "padding=SAME; winograd=off",
      .n_in = 2,
      .in = {X4(1, 5, 6, 96), X4(3, 3, 96, 96)},
      .training = true,
@@ -228,7 +229,7 @@ static const harness_case cases[] = {
      .eps = 2e-3},
     {.name = "dw_slabs_ksplit_3x3_c256_o130",
      .op = "conv2d",
-     .attrs = "padding=SAME",
+     .attrs = "padding=SAME; winograd=off",
      .n_in = 3,
      .in = {X4(1, 3, 3, 256), X4(3, 3, 256, 130), B1(130)},
      .training = true,
