@@ -660,6 +660,9 @@ static slim_status conv_attrs(dsl *d, const env *e, dsl_args *a, const dnode *at
     TRY(args_pair(d, e, a, "stride", 1, 4096, stride));
     TRY(args_pair(d, e, a, "rate", 1, 4096, rate));
     TRY(args_choice(d, e, a, "padding", "SAME|VALID|FIXED", &pad));
+    const char *wino = "auto";
+    TRY(args_choice(d, e, a, "winograd", "auto|on|off", &wino));
+    slim_attrs_set_str(attrs, "winograd", wino);
     (void)at;
     (void)kind;
     slim_attrs_set_ints(attrs, "strides", stride, 2);
@@ -884,12 +887,13 @@ static slim_status build_conv(dsl *d, dsl_layer_ctx *lc, bool separable, slim_ti
                                                "weights",
                                                "biases",
                                                "trainable",
+                                               "winograd",
                                                "depth_multiplier",
                                                "depthwise_weights",
                                                "pointwise_weights"};
             if (separable && !has_o)
                 args_mark_used(a, "pointwise_weights"); /* set for every layer by defaults: */
-            st = args_check_used(d, a, keys, separable ? 19 : 16);
+            st = args_check_used(d, a, keys, separable ? 20 : 17);
         }
         if (st == SLIM_OK)
             st = dsl_record_layer(d, lc->name, kind, lc->in, lc->n_in, z, count, macs, lc->at);

@@ -185,6 +185,8 @@ static slim_status conv_infer(slim_infer_ctx *c)
     if (c->training && p->kind == CONV_GEMM && p->dx_gather && !never && slim__wino_shape(t) &&
         (force || (t->C >= WINO_MIN_CH && t->O >= WINO_MIN_CH)))
         t->TB = slim__wino_block(t, nth);
+    p->wino_dw = c->training && p->kind == CONV_GEMM && !never && slim__wino_shape(f) &&
+                 (force || (f->C >= WINO_DW_MIN_CH && f->O >= WINO_DW_MIN_CH));
     p->dw_ksplit = M < f->K;
 
     slim_shape ys = {4, {f->N, f->OH, f->OW, f->O}};
@@ -524,8 +526,9 @@ static const slim_attr_spec conv_attrs[] = {
      .type = SLIM_ATTR_STRING,
      .def = "auto",
      .choices = "auto|on|off",
-     .doc = "Winograd F(4x4,3x3) for 3x3 stride-1 undilated ungrouped convolutions (forward and "
-            "data gradient): auto = when both channel counts are at least 16, on = always for "
+     .doc = "Winograd F(4x4,3x3) for 3x3 stride-1 undilated ungrouped convolutions (forward, "
+            "data and filter gradients): auto = when both channel counts are at least 16 (32 for the "
+            "filter gradient), on = always for "
             "such shapes, off = never (the direct kernels, closer to the exact sum)"},
 };
 

@@ -41,6 +41,7 @@ typedef struct conv_params {
     bool dx_gather; /* dx as a convolution of dy instead of GEMM + col2im */
     bool dw_ksplit; /* dW split by K rows between threads instead of partial sums */
     bool has_bias;
+    bool wino_dw;       /* dW by Winograd (slim__wino_dw) */
     slim__fc_params fc; /* CONV_FC */
 } conv_params;
 
@@ -63,6 +64,7 @@ typedef struct conv_params {
 #define WINO_PLANE_FLOATS 65536
 #define WINO_MAX_TB 96
 #define WINO_MIN_CH 16
+#define WINO_DW_MIN_CH 32 /* the filter gradient: 16->16 was slower on 2 threads */
 
 /* ---- shared helpers ------------------------------------------------------ */
 
@@ -114,6 +116,11 @@ void slim__wino_pack(const slim_kernel_ctx *c, const conv_geom *q, const float *
 /* Blocks [b0, b1): out = conv(in, w) (+ bias); ws: slim__wino_ws_floats floats. */
 void slim__wino_run(const conv_geom *q, const float *in, const float *U, const float *bias,
                     float *out, float *ws, int64_t b0, int64_t b1);
+/* The backward-filter: floats of its shared workspace, and all threads
+ * computing dw (3,3,C,O) of q from x and dy (overwritten). Ends with a sync. */
+size_t slim__wino_dw_floats(const conv_geom *q);
+void slim__wino_dw(const slim_kernel_ctx *c, const conv_geom *q, const float *x, const float *dy,
+                   float *dw, float *ws);
 
 /* ---- ops/conv.c ------------------------------------------------------------- */
 

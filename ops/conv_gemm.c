@@ -95,8 +95,14 @@ size_t slim__conv_shared_floats(const conv_params *p, bool backward)
         return 0;
     if (!backward && p->f.TB)
         return slim__wino_shared_floats(&p->f);
-    if (backward && p->t.TB)
-        return slim__wino_shared_floats(&p->t); /* the packed filter serves dx alone */
+    if (backward) {
+        /* the packed filter serves dx alone; the Winograd dW's buffers follow */
+        int64_t depth, panels;
+        pack_dims(p, bwd_pack_mode(p), &depth, &panels);
+        size_t dx = p->t.TB ? slim__wino_shared_floats(&p->t)
+                            : round16((size_t)(p->f.G * panels * depth * NR));
+        return dx + (p->wino_dw ? slim__wino_dw_floats(&p->f) : 0);
+    }
     int64_t depth, panels;
     pack_dims(p, backward ? bwd_pack_mode(p) : PACK_W, &depth, &panels);
     return round16((size_t)(p->f.G * panels * depth * NR));
@@ -681,6 +687,9 @@ void slim__conv_gemm_backward(const slim_kernel_ctx *c)
         pack_filter(c, bwd_pack_mode(p), packed);
     bwd_slice sl = bwd_layout(p, nw);
     size_t stride = sl.total;
+    const bool wdw = p->wino_dw && dw; /* dW by Winograd, after the rest */
+    if (wdw)
+        dw = NULL;
     bool ksplit = p->dw_ksplit && nw > 1;
     float *ws = packed + slim__conv_shared_floats(p, true), *mine = ws + (size_t)c->ith * stride;
     bool worker = c->ith < nw;
@@ -769,6 +778,10 @@ void slim__conv_gemm_backward(const slim_kernel_ctx *c)
     }
     if (ksplit && dw && worker)
         gemm_backward_filter_ksplit(c, j.col, nw);
+    if (wdw) {
+        size_t at = slim__conv_shared_floats(p, true) - slim__wino_dw_floats(f);
+        slim__wino_dw(c, f, c->in[0].data, c->dout[0].data, c->din[1].data, packed + at);
+    }
     if (nw == 1)
         return;
     c->sync(c);

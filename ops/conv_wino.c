@@ -358,3 +358,166 @@ void slim__wino_run(const conv_geom *q, const float *in, const float *U, const f
         output_block(q, M, bias, t0, tn, out);
     }
 }
+
+/* ---- backward-filter ----------------------------------------------------------
+ *
+ * The forward is linear in U = G g G^T, so with Yh = A dY A^T (the 4x4 block
+ * of dy under a tile, zeros past the map's edge, taken to 6x6):
+ *
+ *     dU[xi](c, o) = sum over tiles of V[xi](tile, c) * Yh[xi](tile, o),
+ *     dw(c, o) = G^T dU(c, o) G,
+ *
+ * 36 products of depth "tiles" (C x tiles times tiles x O). The tiles go in
+ * global blocks: all threads transform their share of a block's x and dy
+ * into shared V and Yh, meet, then each sums the block into the dU of the
+ * points it owns (points split between threads: no partial sums, and the
+ * same order at any thread count but for the split), and they meet again
+ * before the next block. Last, G^T dU G by rows of dw. */
+
+static int64_t dw_tiles(const conv_geom *q)
+{
+    return q->N * tiles_h(q) * tiles_w(q);
+}
+
+/* Tiles per block of the backward-filter: one point's planes of V and Yh in
+ * WINO_PLANE_FLOATS, at most WINO_MAX_TB, a multiple of 4 (the depth of ukr_tn
+ * is unrolled by 4). */
+static int64_t dw_block(const conv_geom *q)
+{
+    int64_t tb = WINO_PLANE_FLOATS / (v_ld(q) + m_ld(q));
+    tb = min64(min64(tb, WINO_MAX_TB), pad_to(dw_tiles(q), 4));
+    return pad_to(max64(tb, 4), 4);
+}
+
+size_t slim__wino_dw_floats(const conv_geom *q)
+{
+    const int64_t tb = dw_block(q);
+    return round16((size_t)(WT * q->C * q->O)) + round16((size_t)(WT * tb * v_ld(q))) +
+           round16((size_t)(WT * tb * m_ld(q)));
+}
+
+/* Yh rows [0, tn) of the block (plane stride ys, rows of m_ld) from dy tiles [t0, t0 + tn). */
+static void dy_block(const conv_geom *q, const float *dy, int64_t t0, int64_t tn, float *Y,
+                     int64_t ys)
+{
+    const int64_t O = q->O, ml = m_ld(q);
+    static const float zeros[WCH];
+    float part[4][4][WCH];
+    for (int64_t i = 0; i < tn; i++) {
+        int64_t n, oh0, ow0;
+        tile_at(q, t0 + i, &n, &oh0, &ow0);
+        const int64_t rows = min64(4, q->OH - oh0), cols = min64(4, q->OW - ow0);
+        for (int64_t o0 = 0; o0 < ml; o0 += WCH) {
+            const int64_t on = max64(0, min64(WCH, O - o0));
+            const float *d[4][4];
+            for (int a = 0; a < 4; a++)
+                for (int e = 0; e < 4; e++) {
+                    if (a >= rows || e >= cols || on == 0) {
+                        d[a][e] = zeros;
+                        continue;
+                    }
+                    const float *src = dy + ((n * q->OH + oh0 + a) * q->OW + ow0 + e) * O + o0;
+                    if (on == WCH) {
+                        d[a][e] = src;
+                    } else {
+                        memcpy(part[a][e], src, (size_t)on * sizeof(float));
+                        memset(part[a][e] + on, 0, (size_t)(WCH - on) * sizeof(float));
+                        d[a][e] = part[a][e];
+                    }
+                }
+            float t[6][4][WCH]; /* A dY: per column, the rows combined */
+            for (int e = 0; e < 4; e++)
+                for (int j = 0; j < WCH; j++) {
+                    float y0 = d[0][e][j], y1 = d[1][e][j], y2 = d[2][e][j], y3 = d[3][e][j];
+                    t[0][e][j] = y0;
+                    t[1][e][j] = y0 + y1 + y2 + y3;
+                    t[2][e][j] = y0 - y1 + y2 - y3;
+                    t[3][e][j] = y0 + 2.0f * y1 + 4.0f * y2 + 8.0f * y3;
+                    t[4][e][j] = y0 - 2.0f * y1 + 4.0f * y2 - 8.0f * y3;
+                    t[5][e][j] = y3;
+                }
+            float *out = Y + i * ml + o0;
+            for (int r = 0; r < 6; r++) { /* (A dY) A^T, row r */
+                float o[6][WCH];
+                for (int j = 0; j < WCH; j++) {
+                    float y0 = t[r][0][j], y1 = t[r][1][j], y2 = t[r][2][j], y3 = t[r][3][j];
+                    o[0][j] = y0;
+                    o[1][j] = y0 + y1 + y2 + y3;
+                    o[2][j] = y0 - y1 + y2 - y3;
+                    o[3][j] = y0 + 2.0f * y1 + 4.0f * y2 + 8.0f * y3;
+                    o[4][j] = y0 - 2.0f * y1 + 4.0f * y2 - 8.0f * y3;
+                    o[5][j] = y3;
+                }
+                for (int col = 0; col < 6; col++)
+                    memcpy(out + (r * 6 + col) * ys, o[col], sizeof o[col]);
+            }
+        }
+    }
+}
+
+/* All threads: dw (3,3,C,O) = the filter gradient of q for input x and output
+ * gradient dy, overwritten; ws: slim__wino_dw_floats floats shared by them. */
+void slim__wino_dw(const slim_kernel_ctx *c, const conv_geom *q, const float *x, const float *dy,
+                   float *dw, float *ws)
+{
+    const int64_t C = q->C, O = q->O, CO = C * O, tiles = dw_tiles(q), vl = v_ld(q), ml = m_ld(q);
+    conv_geom b = *q; /* the blocks' geometry: input_block strides planes by TB */
+    b.TB = dw_block(q);
+    float *dU = ws, *V = dU + round16((size_t)(WT * CO));
+    float *Y = V + round16((size_t)(WT * b.TB * vl));
+    int64_t x0, x1;
+    slim_split(WT, c->ith, c->nth, &x0, &x1); /* the points this thread sums */
+    const int64_t nb = (O + NR - 1) / NR;
+    for (int64_t t0 = 0; t0 < tiles; t0 += b.TB) {
+        const int64_t tn = min64(b.TB, tiles - t0);
+        int64_t lo, hi;
+        slim_split(tn, c->ith, c->nth, &lo, &hi);
+        if (hi > lo) {
+            input_block(&b, x, t0 + lo, hi - lo, V + lo * vl);
+            dy_block(&b, dy, t0 + lo, hi - lo, Y + lo * ml, b.TB * ml);
+        }
+        c->sync(c);
+        for (int64_t xi = x0; xi < x1; xi++) {
+            const float *Vx = V + xi * b.TB * vl, *Yx = Y + xi * b.TB * ml;
+            float *dUx = dU + xi * CO;
+            for (int64_t ob = 0; ob < nb; ob++) {
+                const int nr = (int)min64(NR, O - ob * NR);
+                for (int64_t c0 = 0; c0 < C; c0 += MR)
+                    ukr_tn(tn, Vx + c0, vl, Yx + ob * NR, ml, dUx + c0 * O + ob * NR, O,
+                           (int)min64(MR, C - c0), nr, t0 > 0);
+            }
+        }
+        c->sync(c); /* V and Yh are refilled by the next block */
+    }
+    /* dw(c, o) = G^T dU(c, o) G, by rows c, o in chunks as vector lanes */
+    int64_t r0, r1;
+    slim_split(C, c->ith, c->nth, &r0, &r1);
+    for (int64_t ci = r0; ci < r1; ci++)
+        for (int64_t o0 = 0; o0 < O; o0 += WCH) {
+            const int64_t on = min64(WCH, O - o0);
+            float u[WT][WCH], z[3][6][WCH], g[9][WCH];
+            for (int xi = 0; xi < WT; xi++) {
+                memcpy(u[xi], dU + xi * CO + ci * O + o0, (size_t)on * sizeof(float));
+                memset(u[xi] + on, 0, (size_t)(WCH - on) * sizeof(float));
+            }
+            for (int col = 0; col < 6; col++) /* z (3x6) = G^T dU */
+                for (int j = 0; j < WCH; j++) {
+                    float u0 = u[col][j], u1 = u[6 + col][j], u2 = u[12 + col][j],
+                          u3 = u[18 + col][j], u4 = u[24 + col][j], u5 = u[30 + col][j];
+                    z[0][col][j] = u0 * 0.25f - (u1 + u2) * (1.0f / 6.0f) + (u3 + u4) * (1.0f / 24.0f);
+                    z[1][col][j] = (u2 - u1) * (1.0f / 6.0f) + (u3 - u4) * (1.0f / 12.0f);
+                    z[2][col][j] = -(u1 + u2) * (1.0f / 6.0f) + (u3 + u4) * (1.0f / 6.0f) + u5;
+                }
+            for (int k = 0; k < 3; k++) /* dw row k = z[k] G */
+                for (int j = 0; j < WCH; j++) {
+                    float u0 = z[k][0][j], u1 = z[k][1][j], u2 = z[k][2][j], u3 = z[k][3][j],
+                          u4 = z[k][4][j], u5 = z[k][5][j];
+                    g[k * 3 + 0][j] = u0 * 0.25f - (u1 + u2) * (1.0f / 6.0f) + (u3 + u4) * (1.0f / 24.0f);
+                    g[k * 3 + 1][j] = (u2 - u1) * (1.0f / 6.0f) + (u3 - u4) * (1.0f / 12.0f);
+                    g[k * 3 + 2][j] = -(u1 + u2) * (1.0f / 6.0f) + (u3 + u4) * (1.0f / 6.0f) + u5;
+                }
+            for (int tap = 0; tap < 9; tap++)
+                memcpy(dw + tap * CO + ci * O + o0, g[tap], (size_t)on * sizeof(float));
+        }
+    c->sync(c);
+}

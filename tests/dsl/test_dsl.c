@@ -204,6 +204,11 @@ static void features(void)
            "the included defaults (relu6) apply under the file's own (fused into the batch "
            "norm: %s)",
            act ? act : "none");
+    const char *wino = node_attr(g, "feat/stem", "winograd", &op);
+    const char *wino2 = node_attr(g, "feat/core/core_1", "winograd", &op);
+    tap_ok(wino && !strcmp(wino, "off") && wino2 && !strcmp(wino2, "auto"),
+           "conv2d's winograd key reaches the op (stem: %s, core_1: %s)", wino ? wino : "none",
+           wino2 ? wino2 : "none");
     tap_ok(slim_graph_find(g, "feat/unit_2/b/relu6", &(slim_tid){0}) == SLIM_ENOTFOUND,
            "a batch norm's relu6 is not a node of its own");
     param_shape(g, "feat/branch/left/weights", 4, (int64_t[]){1, 1, 16, 4}, &flags);
