@@ -116,11 +116,14 @@ void slim__wino_pack(const slim_kernel_ctx *c, const conv_geom *q, const float *
 /* Blocks [b0, b1): out = conv(in, w) (+ bias); ws: slim__wino_ws_floats floats. */
 void slim__wino_run(const conv_geom *q, const float *in, const float *U, const float *bias,
                     float *out, float *ws, int64_t b0, int64_t b1);
-/* The backward-filter: floats of its shared workspace, and all threads
- * computing dw (3,3,C,O) of q from x and dy (overwritten). Ends with a sync. */
-size_t slim__wino_dw_floats(const conv_geom *q);
+/* The backward-filter: floats of its shared buffers (the summed products dU,
+ * the transformed blocks), and all threads computing dw (3,3,C,O) of q from x
+ * and dy (overwritten). dU is first written after the threads meet, so it
+ * may lie over what they read before. Ends with a sync. */
+size_t slim__wino_du_floats(const conv_geom *q);
+size_t slim__wino_vy_floats(const conv_geom *q);
 void slim__wino_dw(const slim_kernel_ctx *c, const conv_geom *q, const float *x, const float *dy,
-                   float *dw, float *ws);
+                   float *dw, float *dU, float *vy);
 
 /* ---- ops/conv.c ------------------------------------------------------------- */
 

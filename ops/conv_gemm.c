@@ -101,7 +101,11 @@ size_t slim__conv_shared_floats(const conv_params *p, bool backward)
         pack_dims(p, bwd_pack_mode(p), &depth, &panels);
         size_t dx = p->t.TB ? slim__wino_shared_floats(&p->t)
                             : round16((size_t)(p->f.G * panels * depth * NR));
-        return dx + (p->wino_dw ? slim__wino_dw_floats(&p->f) : 0);
+        if (!p->wino_dw)
+            return dx;
+        /* dU over the packed filter (free once dx is done), then the blocks */
+        size_t du = slim__wino_du_floats(&p->f);
+        return (dx > du ? dx : du) + slim__wino_vy_floats(&p->f);
     }
     int64_t depth, panels;
     pack_dims(p, backward ? bwd_pack_mode(p) : PACK_W, &depth, &panels);
@@ -779,8 +783,8 @@ void slim__conv_gemm_backward(const slim_kernel_ctx *c)
     if (ksplit && dw && worker)
         gemm_backward_filter_ksplit(c, j.col, nw);
     if (wdw) {
-        size_t at = slim__conv_shared_floats(p, true) - slim__wino_dw_floats(f);
-        slim__wino_dw(c, f, c->in[0].data, c->dout[0].data, c->din[1].data, packed + at);
+        size_t vy = slim__conv_shared_floats(p, true) - slim__wino_vy_floats(f);
+        slim__wino_dw(c, f, c->in[0].data, c->dout[0].data, c->din[1].data, packed, packed + vy);
     }
     if (nw == 1)
         return;

@@ -389,11 +389,15 @@ static int64_t dw_block(const conv_geom *q)
     return pad_to(max64(tb, 4), 4);
 }
 
-size_t slim__wino_dw_floats(const conv_geom *q)
+size_t slim__wino_du_floats(const conv_geom *q)
+{
+    return round16((size_t)(WT * q->C * q->O));
+}
+
+size_t slim__wino_vy_floats(const conv_geom *q)
 {
     const int64_t tb = dw_block(q);
-    return round16((size_t)(WT * q->C * q->O)) + round16((size_t)(WT * tb * v_ld(q))) +
-           round16((size_t)(WT * tb * m_ld(q)));
+    return round16((size_t)(WT * tb * v_ld(q))) + round16((size_t)(WT * tb * m_ld(q)));
 }
 
 /* Yh rows [0, tn) of the block (plane stride ys, rows of m_ld) from dy tiles [t0, t0 + tn). */
@@ -456,15 +460,16 @@ static void dy_block(const conv_geom *q, const float *dy, int64_t t0, int64_t tn
 }
 
 /* All threads: dw (3,3,C,O) = the filter gradient of q for input x and output
- * gradient dy, overwritten; ws: slim__wino_dw_floats floats shared by them. */
+ * gradient dy, overwritten; dU and vy: slim__wino_du_floats and
+ * slim__wino_vy_floats floats shared by them. dU is first written after the
+ * threads meet, so it may reuse what they read before the call. */
 void slim__wino_dw(const slim_kernel_ctx *c, const conv_geom *q, const float *x, const float *dy,
-                   float *dw, float *ws)
+                   float *dw, float *dU, float *vy)
 {
     const int64_t C = q->C, O = q->O, CO = C * O, tiles = dw_tiles(q), vl = v_ld(q), ml = m_ld(q);
     conv_geom b = *q; /* the blocks' geometry: input_block strides planes by TB */
     b.TB = dw_block(q);
-    float *dU = ws, *V = dU + round16((size_t)(WT * CO));
-    float *Y = V + round16((size_t)(WT * b.TB * vl));
+    float *V = vy, *Y = V + round16((size_t)(WT * b.TB * vl));
     int64_t x0, x1;
     slim_split(WT, c->ith, c->nth, &x0, &x1); /* the points this thread sums */
     const int64_t nb = (O + NR - 1) / NR;
