@@ -77,7 +77,8 @@ static int64_t m_ld(const conv_geom *q)
 static int block_rows(const conv_geom *q)
 {
 #ifdef VW
-    return q->O <= NARROW_NR ? MR2 : MR;
+    /* the narrow block writes NARROW_NR columns of M; output_chunk reads WCH */
+    return q->O <= NARROW_NR && NARROW_NR >= WCH ? MR2 : MR;
 #else
     return MR;
 #endif
