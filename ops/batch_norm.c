@@ -35,6 +35,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "ops/act.h"
+
 extern const slim_op_desc slim__op_batch_norm;
 
 typedef struct bn_params {
@@ -58,32 +60,6 @@ static size_t ws_bytes(int64_t ch, int nth)
 static float *coef(const slim_kernel_ctx *c, int64_t ch)
 {
     return (float *)((char *)c->ws + (size_t)c->nth * 2 * (size_t)ch * sizeof(double));
-}
-
-enum { ACT_NONE, ACT_RELU, ACT_RELU6 };
-
-static inline float act_fwd(int act, float v)
-{
-    if (act == ACT_NONE)
-        return v;
-    v = v > 0.0f ? v : 0.0f;
-    return act == ACT_RELU6 && v > 6.0f ? 6.0f : v;
-}
-
-/* dy through the activation, given its output y */
-static inline float act_bwd(int act, float y, float dy)
-{
-    if (act == ACT_NONE)
-        return dy;
-    /* dy or +0 by a bit mask: no branch and no conditional store for the
-       vectorizer to give up on */
-    uint32_t keep = (uint32_t)((y > 0.0f) & ((act == ACT_RELU) | (y < 6.0f)));
-    union {
-        float f;
-        uint32_t u;
-    } v = {.f = dy};
-    v.u &= 0u - keep;
-    return v.f;
 }
 
 static const slim_attr_spec bn_attrs[] = {
@@ -144,7 +120,7 @@ static slim_status bn_infer(slim_infer_ctx *c)
     p->batch_stats = c->training && c->attr_bool(c, "use_batch_stats");
     p->var_unbiased = c->attr_bool(c, "moving_var_unbiased");
     const char *act = c->attr_str(c, "activation");
-    p->act = !strcmp(act, "relu") ? ACT_RELU : !strcmp(act, "relu6") ? ACT_RELU6 : ACT_NONE;
+    p->act = act_parse(act);
     /* backward reads x and the parameters, and y only for the activation's mask */
     c->set_backward_reads(c, ~0u, p->act != ACT_NONE ? 1u : 0u);
     if (p->batch_stats && p->rows == 0)

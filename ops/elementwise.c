@@ -24,6 +24,8 @@
 
 #include <slim/op.h>
 
+#include "ops/act.h"
+
 extern const slim_op_desc slim__op_add;
 extern const slim_op_desc slim__op_multiply;
 extern const slim_op_desc slim__op_bias_add;
@@ -53,6 +55,7 @@ typedef struct bcast {
 typedef struct binary_params {
     bcast bc;
     bool mul; /* multiply, else add */
+    int act;  /* add: the activation applied to y (ops/act.h) */
 } binary_params;
 
 /* Broadcast a against b into the canonical form and the output shape. */
@@ -338,8 +341,24 @@ static slim_status binary_infer(slim_infer_ctx *c, bool mul)
 
 static slim_status add_infer(slim_infer_ctx *c)
 {
-    c->set_backward_reads(c, 0, 0); /* dx = dy (reduced where broadcast) */
-    return binary_infer(c, false);
+    binary_params *p = c->params;
+    p->act = act_parse(c->attr_str(c, "activation"));
+    /* dx = dy (reduced where broadcast), masked by y's activation */
+    c->set_backward_reads(c, 0, p->act != ACT_NONE ? 1u : 0u);
+    slim_status st = binary_infer(c, false);
+    if (st || p->act == ACT_NONE)
+        return st;
+    for (int i = 0; i < c->n_inputs; i++)
+        if (p->bc.numel_in[i < 2 ? i : 0] != p->bc.numel) {
+            char a[128], b[128];
+            slim_shape_str(&c->inputs[0].shape, a, sizeof a);
+            slim_shape_str(&c->inputs[1].shape, b, sizeof b);
+            return c->fail(c, SLIM_ESHAPE,
+                           "activation=%s needs inputs of one shape (no broadcasting), got %s "
+                           "and %s; use a separate activation layer",
+                           c->attr_str(c, "activation"), a, b);
+        }
+    return SLIM_OK;
 }
 
 static slim_status multiply_infer(slim_infer_ctx *c)
@@ -353,10 +372,21 @@ static void binary_forward(const slim_kernel_ctx *c)
     const binary_params *p = c->params;
     const bcast *bc = &p->bc;
     float *y = c->out[0].data;
+    int64_t lo, hi;
+    slim_split(bc->numel, c->ith, c->nth, &lo, &hi);
+    if (p->act != ACT_NONE) {
+        /* equal shapes (infer): the sum and the activation in one pass */
+        const float *a = c->in[0].data, *b = c->in[1].data;
+        for (int64_t i = lo; i < hi; i++) {
+            float v = a[i] + b[i];
+            for (int k = 2; k < c->n_inputs; k++)
+                v += ((const float *)c->in[k].data)[i];
+            y[i] = act_fwd(p->act, v);
+        }
+        return;
+    }
     bcast_apply(bc, bc->s[0], bc->s[1], c->in[0].data, c->in[1].data, y, p->mul, c->ith, c->nth);
     if (c->n_inputs > 2) { /* equal shapes: add the rest in input order */
-        int64_t lo, hi;
-        slim_split(bc->numel, c->ith, c->nth, &lo, &hi);
         for (int k = 2; k < c->n_inputs; k++) {
             const float *x = c->in[k].data;
             for (int64_t i = lo; i < hi; i++)
@@ -371,6 +401,23 @@ static void binary_backward(const slim_kernel_ctx *c)
     const bcast *bc = &p->bc;
     const float *dy = c->dout[0].data;
     int64_t lo, hi;
+    if (p->act != ACT_NONE && dy) {
+        /* equal shapes (infer): every dx is dy through the activation */
+        const float *y = c->out[0].data;
+        slim_split(bc->numel, c->ith, c->nth, &lo, &hi);
+        for (int k = 0; k < c->n_inputs; k++) {
+            float *dx = c->din[k].data;
+            if (!dx)
+                continue;
+            if (p->act == ACT_RELU)
+                for (int64_t i = lo; i < hi; i++)
+                    dx[i] = act_bwd(ACT_RELU, y[i], dy[i]);
+            else
+                for (int64_t i = lo; i < hi; i++)
+                    dx[i] = act_bwd(ACT_RELU6, y[i], dy[i]);
+        }
+        return;
+    }
     for (int k = 0; k < c->n_inputs; k++) {
         float *dx = c->din[k].data;
         if (!dx)
@@ -421,9 +468,17 @@ static void binary_forward_ref(const slim_kernel_ctx *c)
             else
                 v = (float)(v + x);
         }
-        y[e] = (float)v;
+        y[e] = act_fwd(p->act, (float)v);
     }
 }
+
+static const slim_attr_spec add_attrs[] = {
+    {.name = "activation",
+     .type = SLIM_ATTR_STRING,
+     .def = "none",
+     .choices = "none|relu|relu6",
+     .doc = "applied to y in the same pass (a residual add + ReLU); inputs of one shape only"},
+};
 
 const slim_op_desc slim__op_add = {
     .struct_size = sizeof(slim_op_desc),
@@ -432,6 +487,8 @@ const slim_op_desc slim__op_add = {
     .min_inputs = 2,
     .max_inputs = SLIM_MAX_INPUTS,
     .n_outputs = 1,
+    .attrs = add_attrs,
+    .n_attrs = (int)(sizeof add_attrs / sizeof add_attrs[0]),
     .params_size = sizeof(binary_params),
     .infer = add_infer,
     .forward = binary_forward,

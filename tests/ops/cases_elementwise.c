@@ -46,6 +46,12 @@ static const harness_case cases[] = {
     {CASE("alternating", "add", NULL, 2, F32(4, 2, 1, 3, 1), F32(4, 1, 4, 1, 5))},
     {CASE("batch1", "add", NULL, 2, F32(4, 1, 3, 3, 2), F32(1, 2))},
     {CASE("three", "add", NULL, 3, F32(3, 2, 3, 5), F32(3, 2, 3, 5), F32(3, 2, 3, 5))},
+    /* a residual add with its ReLU (ResNet v1): one pass, dy masked by y */
+    {CASE("relu", "add", "activation=relu", 2, F32(4, 2, 5, 3, 7), F32(4, 2, 5, 3, 7)),
+     .training = true},
+    {CASE("relu6_three", "add", "activation=relu6", 3, {.rank = 2, .dim = {9, 11}, .lo = -4, .hi = 4},
+          {.rank = 2, .dim = {9, 11}, .lo = -4, .hi = 4}, {.rank = 2, .dim = {9, 11}, .lo = -4, .hi = 4}),
+     .training = true},
     {CASE("four", "add", NULL, 4, F32(2, 3, 7), F32(2, 3, 7), F32(2, 3, 7), F32(2, 3, 7))},
     {CASE("known_row", "add", NULL, 2, VALS(2, m22, 2, 2), VALS(1, row2, 2)), .expect = add_row},
     {CASE("known_outer", "add", NULL, 2, VALS(2, col2, 2, 1), VALS(1, row2, 2)),
@@ -112,6 +118,9 @@ static int extra(const slim_registry *reg)
     expect_error(reg, "no_broadcast", "multiply", NULL, NULL, 2, mismatch, "do not broadcast");
     slim_tensor_desc three[] = {DESC(2, 2, 3), DESC(2, 2, 3), DESC(2, 1, 3)};
     expect_error(reg, "three_unequal", "add", NULL, NULL, 3, three, "all shapes must be equal");
+    slim_tensor_desc bc[] = {DESC(2, 2, 3), DESC(1, 3)};
+    expect_error(reg, "relu_broadcast", "add", "activation", "relu", 2, bc,
+                 "activation=relu needs inputs of one shape (no broadcasting), got (2,3) and (3)");
     slim_tensor_desc ints[] = {DESC(2, 2, 3), DESC(2, 2, 3)};
     ints[1].dtype = SLIM_I32;
     expect_error(reg, "int_input", "multiply", NULL, NULL, 2, ints, "must be f32");

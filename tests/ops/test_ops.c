@@ -24,6 +24,7 @@ static const harness_family *const families[] = {
 int main(int argc, char **argv)
 {
     const char *only = argc > 1 ? argv[1] : NULL; /* run one family: test_ops conv */
+    const char *cases_with = argc > 2 ? argv[2] : NULL; /* and its cases named *wino* */
     slim_registry *reg;
     slim_error err = {0};
     if (slim_registry_new(&reg, &err) != SLIM_OK) {
@@ -37,9 +38,13 @@ int main(int argc, char **argv)
         if (only && strcmp(only, fam->name) != 0)
             continue;
         harness_diag("family %s: %d cases", fam->name, fam->n_cases);
-        for (int i = 0; i < fam->n_cases; i++, n_cases++)
+        for (int i = 0; i < fam->n_cases; i++) {
+            if (cases_with && !strstr(fam->cases[i].name, cases_with))
+                continue;
             harness_run(reg, &fam->cases[i]);
-        if (fam->extra)
+            n_cases++;
+        }
+        if (fam->extra && !cases_with)
             fam->extra(reg);
     }
     if (!only) {
