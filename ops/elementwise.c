@@ -375,14 +375,27 @@ static void binary_forward(const slim_kernel_ctx *c)
     int64_t lo, hi;
     slim_split(bc->numel, c->ith, c->nth, &lo, &hi);
     if (p->act != ACT_NONE) {
-        /* equal shapes (infer): the sum and the activation in one pass */
+        /* equal shapes (infer): the sum and the activation in one pass, one
+         * loop per activation so that each vectorizes */
         const float *a = c->in[0].data, *b = c->in[1].data;
-        for (int64_t i = lo; i < hi; i++) {
-            float v = a[i] + b[i];
-            for (int k = 2; k < c->n_inputs; k++)
-                v += ((const float *)c->in[k].data)[i];
-            y[i] = act_fwd(p->act, v);
+        if (c->n_inputs == 2 && p->act == ACT_RELU) {
+            for (int64_t i = lo; i < hi; i++)
+                y[i] = act_fwd(ACT_RELU, a[i] + b[i]);
+            return;
         }
+        for (int64_t i = lo; i < hi; i++)
+            y[i] = a[i] + b[i];
+        for (int k = 2; k < c->n_inputs; k++) {
+            const float *x = c->in[k].data;
+            for (int64_t i = lo; i < hi; i++)
+                y[i] += x[i];
+        }
+        if (p->act == ACT_RELU)
+            for (int64_t i = lo; i < hi; i++)
+                y[i] = act_fwd(ACT_RELU, y[i]);
+        else
+            for (int64_t i = lo; i < hi; i++)
+                y[i] = act_fwd(ACT_RELU6, y[i]);
         return;
     }
     bcast_apply(bc, bc->s[0], bc->s[1], c->in[0].data, c->in[1].data, y, p->mul, c->ith, c->nth);
