@@ -638,8 +638,20 @@ static slim_status compile(build *b)
         s->v_in = f->v_in;
         s->v_out = f->v_out;
         s->v_saved = f->v_saved;
-        s->ws_buf = f->ws_buf;
+        /* its own scratch, live for this step only (the forward's would
+         * live from forward to backward: every conv's packed filters at
+         * once at the peak) */
+        s->ws_buf = -1;
         s->ws_size = f->ws_size;
+        if (f->ws_size) {
+            int wb = new_buf(p, f->ws_size);
+            if (wb < 0) {
+                st = oom(err);
+                break;
+            }
+            s = &p->steps[p->n_steps - 1];
+            s->ws_buf = wb;
+        }
         s->reads_in = p->infer[n].bwd_in;
         s->reads_out = p->infer[n].bwd_out;
         s->node_id = f->node_id;

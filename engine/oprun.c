@@ -364,6 +364,11 @@ void slim__oprun_backward(slim__oprun *r, void *const *in_data, const float *con
         }
         t->data = poison[i];
     }
+    /* The workspace is scratch: a compiled program gives backward its own
+     * buffer, so what forward left there is gone; NaN shows a kernel that
+     * reads it before writing. */
+    if (r->ws)
+        memset(r->ws, 0xff, r->inf.ws_bytes);
     bool is_ref;
     slim_kernel_fn fn = slim__pick_kernel(r->d, true, ref, &is_ref);
     if (fn)

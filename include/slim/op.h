@@ -202,7 +202,9 @@ struct slim_infer_ctx {
     /* A buffer kept from forward to backward (masks, statistics, argmax).
      * Returns its index in kernel ctx->saved. Only allocated when training. */
     int (*add_saved)(slim_infer_ctx *c, slim_dtype dtype, const slim_shape *shape);
-    /* Scratch bytes shared by the threads of one node, forward and backward. */
+    /* Scratch bytes shared by the threads of one node, in forward and again
+     * in backward; its contents do not last from one to the other (use
+     * add_saved for that: backward gets its own scratch). */
     void (*set_workspace)(slim_infer_ctx *c, size_t bytes);
     /* Report an error: returns code. The engine prefixes the node and op name. */
     slim_status (*fail)(slim_infer_ctx *c, slim_status code, const char *fmt, ...)
