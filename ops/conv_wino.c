@@ -91,10 +91,12 @@ int64_t slim__wino_block(const conv_geom *q, int nth)
      * of that point streams them from L2 for each panel of U), at most
      * WINO_MAX_TB tiles: more tiles reuse each panel of U more */
     int64_t tb = WINO_PLANE_FLOATS / (v_ld(q) + m_ld(q));
-    tb = min64(tb, WINO_MAX_TB);
-    tb = min64(tb, (tiles + nth - 1) / nth); /* a block per thread at least */
-    tb = pad_to(max64(tb, 1), rows);
-    return tb;
+    tb = max64(min64(tb, WINO_MAX_TB), 1);
+    /* blocks in a multiple of the threads, of equal size: 256 tiles in
+     * blocks of 96 would give one thread 192 and the other 64 */
+    int64_t nblk = pad_to((tiles + tb - 1) / tb, nth);
+    tb = (tiles + nblk - 1) / nblk;
+    return pad_to(max64(tb, 1), rows);
 }
 
 int64_t slim__wino_blocks(const conv_geom *q)
@@ -382,7 +384,8 @@ static int64_t dw_tiles(const conv_geom *q)
 
 /* Tiles per block of the backward-filter: one point's planes of V and Yh in
  * WINO_PLANE_FLOATS, at most WINO_MAX_TB, a multiple of 4 (the depth of ukr_tn
- * is unrolled by 4). */
+ * is unrolled by 4). Twice that (fewer passes over dU) was slower on one
+ * thread: 256->256 at 14x14 174-205 -> 129 GFLOP/s. */
 static int64_t dw_block(const conv_geom *q)
 {
     int64_t tb = WINO_PLANE_FLOATS / (v_ld(q) + m_ld(q));
