@@ -51,6 +51,15 @@ static slim_status conv_axis(slim_infer_ctx *c, const char *axis, const char *pa
     return SLIM_OK;
 }
 
+/* Whether q runs as Winograd under the attribute's mode (auto: when both
+ * channel counts are at least min_ch). */
+static bool wino_use(const conv_params *p, const conv_geom *q, const char *mode, int64_t min_ch)
+{
+    if (p->kind != CONV_GEMM || strcmp(mode, "off") == 0 || !slim__wino_shape(q))
+        return false;
+    return strcmp(mode, "on") == 0 || (q->C >= min_ch && q->O >= min_ch);
+}
+
 static slim_status conv_infer(slim_infer_ctx *c)
 {
     c->set_backward_reads(c, ~0u, 0); /* backward: x and w, never y */
@@ -176,17 +185,14 @@ static slim_status conv_infer(slim_infer_ctx *c)
     int64_t M = f->N * f->OH * f->OW;
     f->T = slim__conv_tile_rows(f, M, nth);
     t->T = slim__conv_tile_rows(t, f->N * f->H * f->W, nth);
-    /* Winograd F(4x4, 3x3) for the forward and the gathered data gradient */
+    /* Winograd F(4x4, 3x3) for the forward, the gathered data gradient and
+     * the filter gradient */
     const char *wino = c->attr_str(c, "winograd");
-    bool force = strcmp(wino, "on") == 0, never = strcmp(wino, "off") == 0;
-    if (p->kind == CONV_GEMM && !never && slim__wino_shape(f) &&
-        (force || (f->C >= WINO_MIN_CH && f->O >= WINO_MIN_CH)))
+    if (wino_use(p, f, wino, WINO_MIN_CH))
         f->TB = slim__wino_block(f, nth);
-    if (c->training && p->kind == CONV_GEMM && p->dx_gather && !never && slim__wino_shape(t) &&
-        (force || (t->C >= WINO_MIN_CH && t->O >= WINO_MIN_CH)))
+    if (c->training && p->dx_gather && wino_use(p, t, wino, WINO_MIN_CH))
         t->TB = slim__wino_block(t, nth);
-    p->wino_dw = c->training && p->kind == CONV_GEMM && !never && slim__wino_shape(f) &&
-                 (force || (f->C >= WINO_DW_MIN_CH && f->O >= WINO_DW_MIN_CH));
+    p->wino_dw = c->training && wino_use(p, f, wino, WINO_DW_MIN_CH);
     p->dw_ksplit = M < f->K;
 
     slim_shape ys = {4, {f->N, f->OH, f->OW, f->O}};

@@ -93,23 +93,17 @@ size_t slim__conv_shared_floats(const conv_params *p, bool backward)
 {
     if (p->kind == CONV_DEPTHWISE)
         return 0;
-    if (!backward && p->f.TB)
-        return slim__wino_shared_floats(&p->f);
-    if (backward) {
-        /* the packed filter serves dx alone; the Winograd dW's buffers follow */
-        int64_t depth, panels;
-        pack_dims(p, bwd_pack_mode(p), &depth, &panels);
-        size_t dx = p->t.TB ? slim__wino_shared_floats(&p->t)
-                            : round16((size_t)(p->f.G * panels * depth * NR));
-        if (!p->wino_dw)
-            return dx;
-        /* dU over the packed filter (free once dx is done), then the blocks */
-        size_t du = slim__wino_du_floats(&p->f);
-        return (dx > du ? dx : du) + slim__wino_vy_floats(&p->f);
-    }
+    const conv_geom *wq = backward ? &p->t : &p->f; /* the forward-shaped product */
     int64_t depth, panels;
     pack_dims(p, backward ? bwd_pack_mode(p) : PACK_W, &depth, &panels);
-    return round16((size_t)(p->f.G * panels * depth * NR));
+    size_t packed = wq->TB ? slim__wino_shared_floats(wq)
+                           : round16((size_t)(p->f.G * panels * depth * NR));
+    if (!backward || !p->wino_dw)
+        return packed;
+    /* the packed filter serves dx alone: the Winograd dW's dU lies over it
+     * (free once dx is done), its blocks follow */
+    size_t du = slim__wino_du_floats(&p->f);
+    return (packed > du ? packed : du) + slim__wino_vy_floats(&p->f);
 }
 
 /* One backward worker's slice of the workspace (offsets in floats). */
@@ -540,12 +534,6 @@ static void dw_tile(const conv_geom *f, const float *A, int64_t lda, int64_t kn,
                    (int)min64(MR, kn - k0), (int)min64(NR, f->Og - ob * NR), true);
 }
 
-/* dW_g rows [k0, k1) (ld O) += col^T dY over output rows [R0, R1) of f for
- * group g (col: x itself for POINTWISE), with im2col's columns built slab by slab (KCHUNK of them)
- * for tiles of as many rows as fit col (cap floats): slab-major, so a slab of dW stays in cache
- * while all the rows stream past it in tiles of DW_ROWS (a 3x3x512 layer's im2col tile is 48 rows,
- * and the whole dW, 9 MB, was read and written back once per tile; DW_ROWS keeps a tile's dY panel
- * in L1). */
 /* Whether dW goes by slabs (dw_slabs): when it is too big to stay in cache
  * while the tiles stream past (VGG's and ResNet-50's deep 3x3 layers). */
 static bool dw_by_slabs(const conv_geom *f)
@@ -553,6 +541,12 @@ static bool dw_by_slabs(const conv_geom *f)
     return f->K > KCHUNK && f->K * f->Og > DW_SLAB_MIN;
 }
 
+/* dW_g rows [k0, k1) (ld O) += col^T dY over output rows [R0, R1) of f for
+ * group g (col: x itself for POINTWISE), with im2col's columns built slab by slab (KCHUNK of them)
+ * for tiles of as many rows as fit col (cap floats): slab-major, so a slab of dW stays in cache
+ * while all the rows stream past it in tiles of DW_ROWS (a 3x3x512 layer's im2col tile is 48 rows,
+ * and the whole dW, 9 MB, was read and written back once per tile; DW_ROWS keeps a tile's dY panel
+ * in L1). */
 static void dw_slabs(const conv_geom *f, const float *x, const float *dy, int64_t R0, int64_t R1,
                      int64_t g, int64_t k0, int64_t k1, float *col, size_t cap, float *dw)
 {

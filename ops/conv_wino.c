@@ -56,6 +56,12 @@ static int64_t tiles_w(const conv_geom *q)
     return (q->OW + 3) / 4;
 }
 
+/* 4x4 output tiles of the whole batch */
+static int64_t n_tiles(const conv_geom *q)
+{
+    return q->N * tiles_h(q) * tiles_w(q);
+}
+
 static int64_t pad_to(int64_t n, int64_t m)
 {
     return (n + m - 1) / m * m;
@@ -86,7 +92,7 @@ static int block_rows(const conv_geom *q)
 
 int64_t slim__wino_block(const conv_geom *q, int nth)
 {
-    const int64_t tiles = q->N * tiles_h(q) * tiles_w(q), rows = block_rows(q);
+    const int64_t tiles = n_tiles(q), rows = block_rows(q);
     /* one point's planes of V and M in about WINO_PLANE_FLOATS (the product
      * of that point streams them from L2 for each panel of U), at most
      * WINO_MAX_TB tiles: more tiles reuse each panel of U more */
@@ -101,7 +107,7 @@ int64_t slim__wino_block(const conv_geom *q, int nth)
 
 int64_t slim__wino_blocks(const conv_geom *q)
 {
-    return (q->N * tiles_h(q) * tiles_w(q) + q->TB - 1) / q->TB;
+    return (n_tiles(q) + q->TB - 1) / q->TB;
 }
 
 size_t slim__wino_shared_floats(const conv_geom *q)
@@ -328,7 +334,7 @@ static void output_block(const conv_geom *q, const float *M, const float *bias, 
 void slim__wino_run(const conv_geom *q, const float *in, const float *U, const float *bias,
                     float *out, float *ws, int64_t b0, int64_t b1)
 {
-    const int64_t tiles = q->N * tiles_h(q) * tiles_w(q), C = q->C, nb = (q->O + NR - 1) / NR;
+    const int64_t tiles = n_tiles(q), C = q->C, nb = (q->O + NR - 1) / NR;
     const int64_t vl = v_ld(q), ml = m_ld(q);
     const int rows = block_rows(q);
     const bool narrow = rows == MR2;
@@ -377,11 +383,6 @@ void slim__wino_run(const conv_geom *q, const float *in, const float *U, const f
  * same order at any thread count but for the split), and they meet again
  * before the next block. Last, G^T dU G by rows of dw. */
 
-static int64_t dw_tiles(const conv_geom *q)
-{
-    return q->N * tiles_h(q) * tiles_w(q);
-}
-
 /* Tiles per block of the backward-filter: one point's planes of V and Yh in
  * WINO_PLANE_FLOATS, at most WINO_MAX_TB, a multiple of 4 (the depth of ukr_tn
  * is unrolled by 4). Twice that (fewer passes over dU) was slower on one
@@ -389,7 +390,7 @@ static int64_t dw_tiles(const conv_geom *q)
 static int64_t dw_block(const conv_geom *q)
 {
     int64_t tb = WINO_PLANE_FLOATS / (v_ld(q) + m_ld(q));
-    tb = min64(min64(tb, WINO_MAX_TB), pad_to(dw_tiles(q), 4));
+    tb = min64(min64(tb, WINO_MAX_TB), pad_to(n_tiles(q), 4));
     return pad_to(max64(tb, 4), 4);
 }
 
@@ -470,7 +471,7 @@ static void dy_block(const conv_geom *q, const float *dy, int64_t t0, int64_t tn
 void slim__wino_dw(const slim_kernel_ctx *c, const conv_geom *q, const float *x, const float *dy,
                    float *dw, float *dU, float *vy)
 {
-    const int64_t C = q->C, O = q->O, CO = C * O, tiles = dw_tiles(q), vl = v_ld(q), ml = m_ld(q);
+    const int64_t C = q->C, O = q->O, CO = C * O, tiles = n_tiles(q), vl = v_ld(q), ml = m_ld(q);
     conv_geom b = *q; /* the blocks' geometry: input_block strides planes by TB */
     b.TB = dw_block(q);
     float *V = vy, *Y = V + round16((size_t)(WT * b.TB * vl));

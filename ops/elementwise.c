@@ -415,19 +415,24 @@ static void binary_backward(const slim_kernel_ctx *c)
     const float *dy = c->dout[0].data;
     int64_t lo, hi;
     if (p->act != ACT_NONE && dy) {
-        /* equal shapes (infer): every dx is dy through the activation */
-        const float *y = c->out[0].data;
+        /* equal shapes (infer): every dx is dy through the activation,
+         * computed once and copied to the others */
+        const float *y = c->out[0].data, *first = NULL;
         slim_split(bc->numel, c->ith, c->nth, &lo, &hi);
         for (int k = 0; k < c->n_inputs; k++) {
             float *dx = c->din[k].data;
             if (!dx)
                 continue;
-            if (p->act == ACT_RELU)
+            if (first)
+                memcpy(dx + lo, first + lo, (size_t)(hi - lo) * sizeof(float));
+            else if (p->act == ACT_RELU)
                 for (int64_t i = lo; i < hi; i++)
                     dx[i] = act_bwd(ACT_RELU, y[i], dy[i]);
             else
                 for (int64_t i = lo; i < hi; i++)
                     dx[i] = act_bwd(ACT_RELU6, y[i], dy[i]);
+            if (!first)
+                first = dx;
         }
         return;
     }
