@@ -18,7 +18,17 @@
  * layout) are in ops/conv_gemm.c; this file has the op's descriptor, infer,
  * the reference and depthwise kernels, and the dispatch between them. The
  * declarations both share are in ops/conv.h.
+ *
+ * Inference only, usually set by the compiler when it fuses a conv2d with
+ * the batch norm and/or relu that follow it: batch_norm=true takes four more
+ * inputs after b (gamma, beta, moving_mean, moving_var) and gives
+ *   y = act(gamma (conv(x, w) + b - moving_mean) / sqrt(moving_var + eps) + beta)
+ * as y = act(conv(x, w) * scale + shift) per output channel, applied to each
+ * block of y as its products finish (while it is in cache) instead of in a
+ * pass of its own over the whole tensor; activation alone applies relu or
+ * relu6 the same way.
  */
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -69,9 +79,26 @@ static slim_status conv_infer(slim_infer_ctx *c)
     slim_shape_str(&x->shape, xs, sizeof xs);
     slim_shape_str(&w->shape, ws, sizeof ws);
 
-    if (x->dtype != SLIM_F32 || w->dtype != SLIM_F32 ||
-        (c->n_inputs > 2 && c->inputs[2].dtype != SLIM_F32))
-        return c->fail(c, SLIM_ETYPE, "x, w and b must be f32");
+    p->fold_bn = c->attr_bool(c, "batch_norm");
+    p->act = act_parse(c->attr_str(c, "activation"));
+    if (p->fold_bn && c->n_inputs != 6 && c->n_inputs != 7)
+        return c->fail(c, SLIM_EINVAL,
+                       "batch_norm=true takes x, w, optional b, then gamma, beta, moving_mean, "
+                       "moving_var (6 or 7 inputs), got %d",
+                       c->n_inputs);
+    if (!p->fold_bn && c->n_inputs > 3)
+        return c->fail(c, SLIM_EINVAL,
+                       "takes x, w and optional b (%d inputs given; batch-norm parameters need "
+                       "batch_norm=true)",
+                       c->n_inputs);
+    if (c->training && (p->fold_bn || p->act != ACT_NONE))
+        return c->fail(c, SLIM_EINVAL,
+                       "batch_norm and activation are for inference (training needs the batch "
+                       "statistics and the pre-activation gradient): use batch_norm and relu "
+                       "nodes, which the compiler fuses into the convolution in inference");
+    for (int i = 0; i < c->n_inputs; i++)
+        if (c->inputs[i].dtype != SLIM_F32)
+            return c->fail(c, SLIM_ETYPE, "x, w, b and the batch-norm parameters must be f32");
     if (x->shape.rank != 4)
         return c->fail(c, SLIM_ESHAPE, "x must be (N,H,W,C), got %s", xs);
     if (w->shape.rank != 4)
@@ -101,13 +128,19 @@ static slim_status conv_infer(slim_infer_ctx *c)
                        "(x %s, w %s)",
                        (long long)w->shape.dim[2], (long long)p->f.C, (long long)p->f.G,
                        (long long)p->f.Cg, xs, ws);
-    p->has_bias = c->n_inputs > 2;
-    if (p->has_bias) {
-        const slim_tensor_desc *b = &c->inputs[2];
+    p->has_bias = c->n_inputs == 3 || c->n_inputs == 7;
+    p->bn_in = p->has_bias ? 3 : 2;
+    p->bn_eps = (float)c->attr_float(c, "batch_norm_epsilon");
+    static const char *const vec_names[] = {"b", "gamma", "beta", "moving_mean", "moving_var"};
+    for (int i = 2; i < c->n_inputs; i++) {
+        const slim_tensor_desc *b = &c->inputs[i];
+        const char *what = vec_names[p->has_bias ? i - 2 : i - 1];
         if (b->shape.rank != 1 || b->shape.dim[0] != p->f.O)
-            return c->fail(c, SLIM_ESHAPE, "b must be (%lld) to match w %s, got %s",
+            return c->fail(c, SLIM_ESHAPE, "%s must be (%lld) to match w %s, got %s", what,
                            (long long)p->f.O, ws, slim_shape_str(&b->shape, bs, sizeof bs));
     }
+    /* the folded batch norm's scale and shift lie at the workspace's start */
+    size_t fold = p->fold_bn ? 2 * round16((size_t)p->f.O) * sizeof(float) : 0;
 
     const int64_t *strides, *dil, *pads;
     if (c->attr_ints(c, "strides", &strides) != 2)
@@ -139,10 +172,11 @@ static slim_status conv_infer(slim_infer_ctx *c)
         p->f.PT == 0 && p->f.PL == 0 && p->f.DH == 1 && p->f.DW == 1) {
         /* x (N,H,W,C) is (N,K) and w (H,W,C,O) is (K,O) as they lie */
         p->kind = CONV_FC;
-        p->fc = (slim__fc_params){.n = p->f.N, .k = p->f.K, .o = p->f.O, .has_bias = p->has_bias};
+        p->fc = (slim__fc_params){
+            .n = p->f.N, .k = p->f.K, .o = p->f.O, .has_bias = p->has_bias && !p->fold_bn};
         slim_shape ys = {4, {p->f.N, 1, 1, p->f.O}};
         c->set_output(c, 0, SLIM_F32, &ys);
-        c->set_workspace(c, slim__fc_workspace_bytes(&p->fc, c->nth, c->training));
+        c->set_workspace(c, fold + slim__fc_workspace_bytes(&p->fc, c->nth, c->training));
         return SLIM_OK;
     }
     if (p->f.G == p->f.C && p->f.G == p->f.O)
@@ -203,8 +237,55 @@ static slim_status conv_infer(slim_infer_ctx *c)
         per = bwd > per ? bwd : per;
         shared = sb > shared ? sb : shared;
     }
-    c->set_workspace(c, (shared + per * (size_t)nth) * sizeof(float));
+    c->set_workspace(c, fold + (shared + per * (size_t)nth) * sizeof(float));
     return SLIM_OK;
+}
+
+/* ---- the folded batch norm and activation ------------------------------------ */
+
+const float *slim__conv_bias(const slim_kernel_ctx *c)
+{
+    const conv_params *p = c->params;
+    return p->has_bias && !p->fold_bn ? c->in[2].data : NULL;
+}
+
+void slim__conv_post_rows(const conv_post *post, float *y, int64_t ld, int64_t rows, int64_t c0,
+                          int64_t nc)
+{
+    const float *restrict s = post->scale ? post->scale + c0 : NULL;
+    const float *restrict t = post->shift ? post->shift + c0 : NULL;
+    for (int64_t r = 0; r < rows; r++) {
+        float *restrict v = y + r * ld;
+        if (s)
+            for (int64_t j = 0; j < nc; j++)
+                v[j] = v[j] * s[j] + t[j];
+        if (post->act == ACT_RELU)
+            for (int64_t j = 0; j < nc; j++)
+                v[j] = v[j] > 0.0f ? v[j] : 0.0f;
+        else if (post->act == ACT_RELU6)
+            for (int64_t j = 0; j < nc; j++) {
+                float a = v[j] > 0.0f ? v[j] : 0.0f;
+                v[j] = a < 6.0f ? a : 6.0f;
+            }
+    }
+}
+
+/* scale = gamma / sqrt(moving_var + eps), shift = beta + (b - moving_mean) scale,
+ * this thread's share of the channels; then the threads meet. */
+static void fold_bn(const slim_kernel_ctx *c, float *scale, float *shift)
+{
+    const conv_params *p = c->params;
+    const float *b = p->has_bias ? c->in[2].data : NULL, *gamma = c->in[p->bn_in].data,
+                *beta = c->in[p->bn_in + 1].data, *mean = c->in[p->bn_in + 2].data,
+                *var = c->in[p->bn_in + 3].data;
+    int64_t lo, hi;
+    slim_split(p->f.O, c->ith, c->nth, &lo, &hi);
+    for (int64_t o = lo; o < hi; o++) {
+        float s = gamma[o] / sqrtf(var[o] + p->bn_eps);
+        scale[o] = s;
+        shift[o] = beta[o] + ((b ? b[o] : 0.0f) - mean[o]) * s;
+    }
+    c->sync(c);
 }
 /* ---- reference kernels ---------------------------------------------------- */
 
@@ -215,6 +296,7 @@ void slim__conv_forward_ref(const slim_kernel_ctx *c)
     const float *w = c->in[1].data;                      /* w: (KH,KW,Cg,O) */
     const float *b = p->has_bias ? c->in[2].data : NULL; /* b: (O) */
     float *y = c->out[0].data;                           /* y: (N,OH,OW,O) */
+    /* a folded batch norm and activation in double, as written in the header */
     for (int64_t n = 0; n < p->f.N; n++)
         for (int64_t oh = 0; oh < p->f.OH; oh++)
             for (int64_t ow = 0; ow < p->f.OW; ow++)
@@ -235,7 +317,16 @@ void slim__conv_forward_ref(const slim_kernel_ctx *c)
                                        w[((kh * p->f.KW + kw) * p->f.Cg + cg) * p->f.O + o];
                         }
                     }
-                    y[((n * p->f.OH + oh) * p->f.OW + ow) * p->f.O + o] = (float)acc;
+                    if (p->fold_bn) {
+                        const int bi = p->bn_in;
+                        double gamma = ((const float *)c->in[bi].data)[o],
+                               beta = ((const float *)c->in[bi + 1].data)[o],
+                               mean = ((const float *)c->in[bi + 2].data)[o],
+                               var = ((const float *)c->in[bi + 3].data)[o];
+                        acc = gamma * (acc - mean) / sqrt(var + (double)p->bn_eps) + beta;
+                    }
+                    y[((n * p->f.OH + oh) * p->f.OW + ow) * p->f.O + o] =
+                        act_fwd(p->act, (float)acc);
                 }
 }
 
@@ -321,13 +412,14 @@ void slim__conv_zero_split(const slim_kernel_ctx *c, float *d, int64_t n)
 
 /* ---- depthwise: direct loops, C innermost ------------------------------- */
 
-static void dw_forward(const slim_kernel_ctx *c)
+static void dw_forward(const slim_kernel_ctx *c, const conv_post *post)
 {
     const conv_params *p = c->params;
-    const float *x = c->in[0].data;                      /* x: (N,H,W,C) */
-    const float *w = c->in[1].data;                      /* w: (KH,KW,1,C) */
-    const float *b = p->has_bias ? c->in[2].data : NULL; /* b: (C) */
-    float *y = c->out[0].data;                           /* y: (N,OH,OW,C) */
+    const float *x = c->in[0].data;      /* x: (N,H,W,C) */
+    const float *w = c->in[1].data;      /* w: (KH,KW,1,C) */
+    const float *b = slim__conv_bias(c); /* b: (C) */
+    const bool finish = post_any(post);
+    float *y = c->out[0].data; /* y: (N,OH,OW,C) */
     const int64_t C = p->f.C;
     int64_t lo, hi;
     slim_split(p->f.N * p->f.OH, c->ith, c->nth, &lo, &hi);
@@ -353,6 +445,8 @@ static void dw_forward(const slim_kernel_ctx *c)
                         yp[ch] += xp[ch] * wp[ch];
                 }
             }
+            if (finish)
+                slim__conv_post_rows(post, yp, C, 1, 0, C);
         }
     }
 }
@@ -468,14 +562,32 @@ static void dw_backward(const slim_kernel_ctx *c)
 static void conv_forward(const slim_kernel_ctx *c)
 {
     const conv_params *p = c->params;
+    slim_kernel_ctx k = *c; /* the kernels' scratch: after the folded scale and shift */
+    conv_post post = {.act = p->act};
+    if (p->fold_bn) {
+        const size_t skip = round16((size_t)p->f.O);
+        float *scale = c->ws, *shift = scale + skip;
+        fold_bn(c, scale, shift);
+        post.scale = scale;
+        post.shift = shift;
+        k.ws = shift + skip;
+        k.ws_size = c->ws_size - 2 * skip * sizeof(float);
+    }
     if (p->kind == CONV_FC) {
-        slim_kernel_ctx fc = *c; /* the same context with fully_connected's params */
-        fc.params = &p->fc;
-        slim__fc_forward(&fc);
+        k.params = &p->fc; /* the same context with fully_connected's params */
+        slim__fc_forward(&k);
+        if (!post_any(&post))
+            return;
+        /* y is (N, O): each thread finishes its rows once all are written */
+        int64_t lo, hi;
+        c->sync(c);
+        slim_split(p->f.N, c->ith, c->nth, &lo, &hi);
+        slim__conv_post_rows(&post, (float *)c->out[0].data + lo * p->f.O, p->f.O, hi - lo, 0,
+                             p->f.O);
     } else if (p->kind == CONV_DEPTHWISE) {
-        dw_forward(c);
+        dw_forward(&k, &post);
     } else {
-        slim__conv_gemm_forward(c);
+        slim__conv_gemm_forward(&k, &post);
     }
 }
 
@@ -532,19 +644,39 @@ static const slim_attr_spec conv_attrs[] = {
      .type = SLIM_ATTR_STRING,
      .def = "auto",
      .choices = "auto|on|off",
-     .doc = "Winograd F(4x4,3x3) for 3x3 stride-1 undilated ungrouped convolutions (forward, "
-            "data and filter gradients): auto = when both channel counts are at least 16 (32 for the "
-            "filter gradient), on = always for "
-            "such shapes, off = never (the direct kernels, closer to the exact sum)"},
+     .doc =
+         "Winograd F(4x4,3x3) for 3x3 stride-1 undilated ungrouped convolutions (forward, "
+         "data and filter gradients): auto = when both channel counts are at least 16 (32 for the "
+         "filter gradient), on = always for "
+         "such shapes, off = never (the direct kernels, closer to the exact sum)"},
+    {.name = "batch_norm",
+     .type = SLIM_ATTR_BOOL,
+     .def = "false",
+     .doc = "inference: inputs after b are a batch norm's gamma, beta, moving_mean, moving_var, "
+            "folded in (y = gamma (conv + b - moving_mean) / sqrt(moving_var + eps) + beta); "
+            "the compiler sets it when a batch_norm follows the conv"},
+    {.name = "batch_norm_epsilon",
+     .type = SLIM_ATTR_FLOAT,
+     .def = "0.001",
+     .ranged = true,
+     .min = 0,
+     .max = 1e30,
+     .doc = "the folded batch norm's epsilon"},
+    {.name = "activation",
+     .type = SLIM_ATTR_STRING,
+     .def = "none",
+     .choices = "none|relu|relu6",
+     .doc = "inference: applied to y as it is written (the compiler fuses a following relu or "
+            "relu6 this way)"},
 };
 
 const slim_op_desc slim__op_conv2d = {
     .struct_size = sizeof(slim_op_desc),
     .name = "conv2d",
-    .doc = "2-D convolution: x (N,H,W,C), w (KH,KW,C/groups,O), optional b (O) -> "
-           "(N,OH,OW,O)",
+    .doc = "2-D convolution: x (N,H,W,C), w (KH,KW,C/groups,O), optional b (O), and with "
+           "batch_norm=true gamma, beta, moving_mean, moving_var (O each) -> (N,OH,OW,O)",
     .min_inputs = 2,
-    .max_inputs = 3,
+    .max_inputs = 7,
     .n_outputs = 1,
     .attrs = conv_attrs,
     .n_attrs = (int)(sizeof conv_attrs / sizeof conv_attrs[0]),

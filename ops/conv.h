@@ -12,6 +12,7 @@
 
 #include <slim/op.h>
 
+#include "ops/act.h"
 #include "ops/fc.h"
 
 /* CONV_FC: the window covers the whole input (one output pixel, no padding,
@@ -41,9 +42,35 @@ typedef struct conv_params {
     bool dx_gather; /* dx as a convolution of dy instead of GEMM + col2im */
     bool dw_ksplit; /* dW split by K rows between threads instead of partial sums */
     bool has_bias;
-    bool wino_dw;       /* dW by Winograd (slim__wino_dw) */
+    bool wino_dw; /* dW by Winograd (slim__wino_dw) */
+    /* inference: a batch norm folded in (inputs bn_in.. are gamma, beta,
+     * moving_mean, moving_var) and an activation, applied as each block of y
+     * is finished (conv_post) */
+    bool fold_bn;
+    int bn_in;
+    float bn_eps;
+    int act;            /* ACT_NONE, ACT_RELU, ACT_RELU6 (ops/act.h) */
     slim__fc_params fc; /* CONV_FC */
 } conv_params;
+
+/* What the forward does to a finished block of y, per output channel:
+ * y = act(y * scale + shift). scale and shift are NULL unless a batch norm
+ * is folded in (then the bias went into shift, not into the products). */
+typedef struct conv_post {
+    const float *scale, *shift;
+    int act;
+} conv_post;
+
+/* Whether post changes y at all. */
+static inline bool post_any(const conv_post *post)
+{
+    return post->scale || post->act;
+}
+
+/* Apply post to rows x nc values of y (leading dimension ld), whose first
+ * column is output channel c0. */
+void slim__conv_post_rows(const conv_post *post, float *y, int64_t ld, int64_t rows, int64_t c0,
+                          int64_t nc);
 
 /* Tiles: at most TILE_ROWS output rows, about TILE_FLOATS floats of im2col. */
 #define TILE_ROWS 240
@@ -95,7 +122,9 @@ int64_t slim__conv_tile_rows(const conv_geom *q, int64_t M, int nth);
 /* The largest worker count <= nth whose slices fit the workspace after the
  * shared packed filter (0: none fits). */
 int slim__conv_workers(const slim_kernel_ctx *c, bool backward);
-void slim__conv_gemm_forward(const slim_kernel_ctx *c);
+/* The bias the products add: NULL when there is none or a batch norm is folded in. */
+const float *slim__conv_bias(const slim_kernel_ctx *c);
+void slim__conv_gemm_forward(const slim_kernel_ctx *c, const conv_post *post);
 void slim__conv_gemm_backward(const slim_kernel_ctx *c);
 
 /* ---- ops/conv_wino.c -------------------------------------------------------- */
@@ -113,9 +142,10 @@ size_t slim__wino_ws_floats(const conv_geom *q);
  * filter of the convolution whose data gradient q is). Ends with a sync. */
 void slim__wino_pack(const slim_kernel_ctx *c, const conv_geom *q, const float *w, bool flip,
                      float *U);
-/* Blocks [b0, b1): out = conv(in, w) (+ bias); ws: slim__wino_ws_floats floats. */
+/* Blocks [b0, b1): out = conv(in, w) (+ bias), then post (NULL: none); ws:
+ * slim__wino_ws_floats floats. */
 void slim__wino_run(const conv_geom *q, const float *in, const float *U, const float *bias,
-                    float *out, float *ws, int64_t b0, int64_t b1);
+                    const conv_post *post, float *out, float *ws, int64_t b0, int64_t b1);
 /* The backward-filter: floats of its shared buffers (the summed products dU,
  * the transformed blocks), and all threads computing dw (3,3,C,O) of q from x
  * and dy (overwritten). dU is first written after the threads meet, so it

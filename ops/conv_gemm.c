@@ -96,8 +96,8 @@ size_t slim__conv_shared_floats(const conv_params *p, bool backward)
     const conv_geom *wq = backward ? &p->t : &p->f; /* the forward-shaped product */
     int64_t depth, panels;
     pack_dims(p, backward ? bwd_pack_mode(p) : PACK_W, &depth, &panels);
-    size_t packed = wq->TB ? slim__wino_shared_floats(wq)
-                           : round16((size_t)(p->f.G * panels * depth * NR));
+    size_t packed =
+        wq->TB ? slim__wino_shared_floats(wq) : round16((size_t)(p->f.G * panels * depth * NR));
     if (!backward || !p->wino_dw)
         return packed;
     /* the packed filter serves dx alone: the Winograd dW's dU lies over it
@@ -356,7 +356,8 @@ static void col2im_add(const conv_geom *q, const float *dcol, int64_t r0, int64_
 /* ---- GEMM paths (POINTWISE and GEMM) --------------------------------------- */
 
 /* Output rows of q for tasks [t0, t1), a task being (tile, group):
- * out = conv(in, filter packed as PACK_W for q) + bias. */
+ * out = conv(in, filter packed as PACK_W for q) + bias, then post (NULL:
+ * none) on each panel of a tile as its last depth chunk is done. */
 
 /* conv_rows without im2col: a filter row's KW taps are one run of KW*C floats
  * of in (G == 1, DW == 1), so the micro-kernel takes each output row's run
@@ -368,8 +369,10 @@ static void col2im_add(const conv_geom *q, const float *dcol, int64_t r0, int64_
  * is 192 KB). Outputs of at most NARROW_NR channels go MR2 rows at a time
  * (ukr_nn_narrow). scratch: (1 + MR2) chunks (rows_tile_floats counts more). */
 static void conv_rows_direct(const conv_geom *q, const float *in, const float *packed,
-                             const float *bias, float *out, float *scratch, int64_t t0, int64_t t1)
+                             const float *bias, const conv_post *post, float *out, float *scratch,
+                             int64_t t0, int64_t t1)
 {
+    const bool finish = post && post_any(post);
     const int64_t M = q->N * q->OH * q->OW, nb = (q->Og + NR - 1) / NR, run = q->KW * q->C;
     const int64_t nch = (run + KCHUNK - 1) / KCHUNK; /* depth chunks per filter row */
     const int64_t cs = round16((size_t)((run + nch - 1) / nch));
@@ -429,16 +432,19 @@ static void conv_rows_direct(const conv_geom *q, const float *in, const float *p
                     }
                 }
             }
+            if (finish)
+                slim__conv_post_rows(post, out + r0 * q->O + ob * NR, q->O, rn, ob * NR, nr);
         }
     }
 }
 
 static void conv_rows(const conv_geom *q, const float *in, const float *packed, const float *bias,
-                      float *out, float *col, int64_t t0, int64_t t1)
+                      const conv_post *post, float *out, float *col, int64_t t0, int64_t t1)
 {
     const int64_t M = q->N * q->OH * q->OW, nb = (q->Og + NR - 1) / NR;
+    const bool finish = post && post_any(post);
     if (direct_rows(q)) {
-        conv_rows_direct(q, in, packed, bias, out, col, t0, t1);
+        conv_rows_direct(q, in, packed, bias, post, out, col, t0, t1);
         return;
     }
     for (int64_t task = t0; task < t1; task++) {
@@ -470,13 +476,16 @@ static void conv_rows(const conv_geom *q, const float *in, const float *packed, 
                                                       out + (r0 + i0) * q->O + g * q->Og + ob * NR,
                                                       q->O, mr, nr, bias_ob, k0 > 0);
                 }
+                if (finish && ki == nk - 1)
+                    slim__conv_post_rows(post, out + r0 * q->O + g * q->Og + ob * NR, q->O, rn,
+                                         g * q->Og + ob * NR, nr);
             }
             k0 = k1;
         }
     }
 }
 
-void slim__conv_gemm_forward(const slim_kernel_ctx *c)
+void slim__conv_gemm_forward(const slim_kernel_ctx *c, const conv_post *post)
 {
     const conv_params *p = c->params;
     const conv_geom *f = &p->f;
@@ -496,8 +505,7 @@ void slim__conv_gemm_forward(const slim_kernel_ctx *c)
             return;
         int64_t lo, hi;
         slim_split(slim__wino_blocks(f), c->ith, nw, &lo, &hi);
-        slim__wino_run(f, c->in[0].data, packed, p->has_bias ? c->in[2].data : NULL,
-                       c->out[0].data,
+        slim__wino_run(f, c->in[0].data, packed, slim__conv_bias(c), post, c->out[0].data,
                        packed + slim__conv_shared_floats(p, false) +
                            (size_t)c->ith * slim__conv_ws_floats(p, nw, false),
                        lo, hi);
@@ -511,8 +519,7 @@ void slim__conv_gemm_forward(const slim_kernel_ctx *c)
     int64_t ntiles = (M + f->T - 1) / f->T, lo, hi;
     /* tile-major, so a thread's tiles are contiguous */
     slim_split(ntiles * f->G, c->ith, nw, &lo, &hi);
-    conv_rows(f, c->in[0].data, packed, p->has_bias ? c->in[2].data : NULL, c->out[0].data, col, lo,
-              hi);
+    conv_rows(f, c->in[0].data, packed, slim__conv_bias(c), post, c->out[0].data, col, lo, hi);
 }
 
 /* dW_g rows [0, kn) (ld O) += A^T (kn x rn) dY (rn x Og, ld O); A (rn x kn, ld lda). */
@@ -715,11 +722,11 @@ void slim__conv_gemm_backward(const slim_kernel_ctx *c)
         const conv_geom *t = &p->t;
         if (t->TB) {
             slim_split(slim__wino_blocks(t), c->ith, nw, &lo, &hi);
-            slim__wino_run(t, j.dy, packed, NULL, dx, j.col, lo, hi);
+            slim__wino_run(t, j.dy, packed, NULL, NULL, dx, j.col, lo, hi);
         } else {
             int64_t ntiles = (f->N * f->H * f->W + t->T - 1) / t->T;
             slim_split(ntiles * t->G, c->ith, nw, &lo, &hi);
-            conv_rows(t, j.dy, packed, NULL, dx, j.col, lo, hi);
+            conv_rows(t, j.dy, packed, NULL, NULL, dx, j.col, lo, hi);
         }
     }
     if (!dx || p->dx_gather) {

@@ -139,8 +139,8 @@ void slim__wino_pack(const slim_kernel_ctx *c, const conv_geom *q, const float *
         float g[9][NR], t[6][3][NR];
         for (int tap = 0; tap < 9; tap++) {
             /* flip: the taps reversed, in and out channels swapped (w (3,3,O,C)) */
-            const float *src = flip ? w + ((8 - tap) * O + ob * NR) * C + ci
-                                    : w + (tap * C + ci) * O + ob * NR;
+            const float *src =
+                flip ? w + ((8 - tap) * O + ob * NR) * C + ci : w + (tap * C + ci) * O + ob * NR;
             const int64_t js = flip ? C : 1;
             for (int64_t j = 0; j < nj; j++)
                 g[tap][j] = src[j * js];
@@ -211,8 +211,10 @@ static void input_chunk(const float *const (*d)[6], float *v, int64_t vs)
     }
 }
 
-/* Y = A^T M A on one chunk: m[xi * ms + j] -> y[a][b] (WCH values each, + bias). */
-static void output_chunk(const float *m, int64_t ms, const float *bias, float *const (*y)[4])
+/* Y = A^T M A on one chunk: m[xi * ms + j] -> y[a][b] (WCH values each),
+ * times s (NULL: 1) plus b, then the activation. */
+static void output_chunk(const float *m, int64_t ms, const float *s, const float *bias, int act,
+                         float *const (*y)[4])
 {
     float t[6][4][WCH]; /* M A: per row, the columns combined */
     for (int r = 0; r < 6; r++) {
@@ -233,12 +235,18 @@ static void output_chunk(const float *m, int64_t ms, const float *bias, float *c
         for (int j = 0; j < WCH; j++) {
             float s12 = t[1][col][j] + t[2][col][j], d12 = t[1][col][j] - t[2][col][j];
             float s34 = t[3][col][j] + t[4][col][j], d34 = t[3][col][j] - t[4][col][j];
-            float b = bias[j];
-            o[0][j] = t[0][col][j] + s12 + s34 + b;
-            o[1][j] = d12 + 2.0f * d34 + b;
-            o[2][j] = s12 + 4.0f * s34 + b;
-            o[3][j] = d12 + 8.0f * d34 + t[5][col][j] + b;
+            o[0][j] = t[0][col][j] + s12 + s34;
+            o[1][j] = d12 + 2.0f * d34;
+            o[2][j] = s12 + 4.0f * s34;
+            o[3][j] = d12 + 8.0f * d34 + t[5][col][j];
         }
+        for (int a = 0; a < 4; a++)
+            for (int j = 0; j < WCH; j++)
+                o[a][j] = s ? o[a][j] * s[j] + bias[j] : o[a][j] + bias[j];
+        if (act != ACT_NONE)
+            for (int a = 0; a < 4; a++)
+                for (int j = 0; j < WCH; j++)
+                    o[a][j] = act_fwd(act, o[a][j]);
         for (int a = 0; a < 4; a++)
             memcpy(y[a][col], o[a], sizeof o[a]);
     }
@@ -296,11 +304,13 @@ static void input_block(const conv_geom *q, const float *in, int64_t t0, int64_t
 
 /* The outputs of tiles [t0, t0 + tn) from M rows [0, tn): straight into out,
  * but for points past the map's edge and chunks the channel count ends. */
-static void output_block(const conv_geom *q, const float *M, const float *bias, int64_t t0,
-                         int64_t tn, float *out)
+static void output_block(const conv_geom *q, const float *M, const float *bias,
+                         const conv_post *post, int64_t t0, int64_t tn, float *out)
 {
     const int64_t O = q->O, ms = q->TB * m_ld(q);
-    float part[4][4][WCH], b[WCH];
+    const int act = post ? post->act : ACT_NONE;
+    const bool scaled = post && post->scale;
+    float part[4][4][WCH], b[WCH], s[WCH];
     for (int64_t i = 0; i < tn; i++) {
         int64_t n, oh0, ow0;
         tile_at(q, t0 + i, &n, &oh0, &ow0);
@@ -309,15 +319,21 @@ static void output_block(const conv_geom *q, const float *M, const float *bias, 
             const int64_t on = min64(WCH, O - o0);
             const bool whole = on == WCH;
             memset(b, 0, sizeof b);
-            if (bias)
+            if (scaled) {
+                memset(s, 0, sizeof s);
+                memcpy(s, post->scale + o0, (size_t)on * sizeof(float));
+                memcpy(b, post->shift + o0, (size_t)on * sizeof(float));
+            } else if (bias) {
                 memcpy(b, bias + o0, (size_t)on * sizeof(float));
+            }
             float *y[4][4];
             for (int a = 0; a < 4; a++)
                 for (int e = 0; e < 4; e++)
                     y[a][e] = whole && a < rows && e < cols
                                   ? out + ((n * q->OH + oh0 + a) * q->OW + ow0 + e) * O + o0
                                   : part[a][e];
-            output_chunk(M + i * m_ld(q) + o0, ms, b, (float *const(*)[4])y);
+            output_chunk(M + i * m_ld(q) + o0, ms, scaled ? s : NULL, b, act,
+                         (float *const(*)[4])y);
             if (whole)
                 continue;
             for (int64_t a = 0; a < rows; a++)
@@ -328,11 +344,11 @@ static void output_block(const conv_geom *q, const float *M, const float *bias, 
     }
 }
 
-/* Blocks [b0, b1) of q->TB tiles: out = conv(in, w) (+ bias) with U the packed
- * transformed filter (slim__wino_pack) and ws this worker's
+/* Blocks [b0, b1) of q->TB tiles: out = conv(in, w) (+ bias), then post, with
+ * U the packed transformed filter (slim__wino_pack) and ws this worker's
  * slim__wino_ws_floats. */
 void slim__wino_run(const conv_geom *q, const float *in, const float *U, const float *bias,
-                    float *out, float *ws, int64_t b0, int64_t b1)
+                    const conv_post *post, float *out, float *ws, int64_t b0, int64_t b1)
 {
     const int64_t tiles = n_tiles(q), C = q->C, nb = (q->O + NR - 1) / NR;
     const int64_t vl = v_ld(q), ml = m_ld(q);
@@ -364,7 +380,7 @@ void slim__wino_run(const conv_geom *q, const float *in, const float *U, const f
                 }
             }
         }
-        output_block(q, M, bias, t0, tn, out);
+        output_block(q, M, bias, post, t0, tn, out);
     }
 }
 
@@ -514,7 +530,8 @@ void slim__wino_dw(const slim_kernel_ctx *c, const conv_geom *q, const float *x,
                 for (int j = 0; j < WCH; j++) {
                     float u0 = u[col][j], u1 = u[6 + col][j], u2 = u[12 + col][j],
                           u3 = u[18 + col][j], u4 = u[24 + col][j], u5 = u[30 + col][j];
-                    z[0][col][j] = u0 * 0.25f - (u1 + u2) * (1.0f / 6.0f) + (u3 + u4) * (1.0f / 24.0f);
+                    z[0][col][j] =
+                        u0 * 0.25f - (u1 + u2) * (1.0f / 6.0f) + (u3 + u4) * (1.0f / 24.0f);
                     z[1][col][j] = (u2 - u1) * (1.0f / 6.0f) + (u3 - u4) * (1.0f / 12.0f);
                     z[2][col][j] = -(u1 + u2) * (1.0f / 6.0f) + (u3 + u4) * (1.0f / 6.0f) + u5;
                 }
@@ -522,7 +539,8 @@ void slim__wino_dw(const slim_kernel_ctx *c, const conv_geom *q, const float *x,
                 for (int j = 0; j < WCH; j++) {
                     float u0 = z[k][0][j], u1 = z[k][1][j], u2 = z[k][2][j], u3 = z[k][3][j],
                           u4 = z[k][4][j], u5 = z[k][5][j];
-                    g[k * 3 + 0][j] = u0 * 0.25f - (u1 + u2) * (1.0f / 6.0f) + (u3 + u4) * (1.0f / 24.0f);
+                    g[k * 3 + 0][j] =
+                        u0 * 0.25f - (u1 + u2) * (1.0f / 6.0f) + (u3 + u4) * (1.0f / 24.0f);
                     g[k * 3 + 1][j] = (u2 - u1) * (1.0f / 6.0f) + (u3 - u4) * (1.0f / 12.0f);
                     g[k * 3 + 2][j] = -(u1 + u2) * (1.0f / 6.0f) + (u3 + u4) * (1.0f / 6.0f) + u5;
                 }

@@ -21,6 +21,15 @@ extern const harness_family harness_family_conv;
         .rank = 1, .dim = { o }                                                                    \
     }
 
+/* a batch norm's gamma, beta, moving_mean, moving_var for o channels (the
+ * variance positive, gamma of either sign) */
+#define BN_IN(o)                                                                                   \
+    {.rank = 1, .dim = {o}, .lo = -1.5, .hi = 1.5}, {.rank = 1, .dim = {o}},                       \
+        {.rank = 1, .dim = {o}, .lo = -0.5, .hi = 0.5},                                            \
+    {                                                                                              \
+        .rank = 1, .dim = {o}, .lo = 0.2, .hi = 2                                                  \
+    }
+
 /* 3x3 image 1..9 */
 static const float img3[] = {1, 2, 3, 4, 5, 6, 7, 8, 9};
 static const float ones4[] = {1, 1, 1, 1};
@@ -523,6 +532,69 @@ static const harness_case cases[] = {
      .attrs = "groups=3",
      .n_in = 2,
      .in = {X4(1, 6, 5, 3), X4(3, 3, 1, 3)}},
+    /* inference with a folded batch norm and/or an activation (what the
+     * compiler fuses), on every kernel path: the reference applies the
+     * batch norm in double after the sum */
+    {.name = "bn_gemm_s2_bias_relu",
+     .op = "conv2d",
+     .attrs = "strides=[2, 2]; batch_norm=true; batch_norm_epsilon=0.01; activation=relu",
+     .n_in = 7,
+     .in = {X4(2, 9, 8, 5), X4(3, 3, 5, 20), B1(20), BN_IN(20)},
+     .no_grad = true},
+    {.name = "bn_direct_rows_s2_relu6",
+     .op = "conv2d",
+     .attrs = "strides=[2, 2]; batch_norm=true; activation=relu6",
+     .n_in = 6,
+     .in = {X4(2, 9, 10, 40), X4(3, 3, 40, 36), BN_IN(36)},
+     .no_grad = true},
+    {.name = "bn_pointwise_chunks_relu",
+     .op = "conv2d",
+     .attrs = "batch_norm=true; activation=relu",
+     .n_in = 6,
+     .in = {X4(2, 5, 7, 300), X4(1, 1, 300, 40), BN_IN(40)},
+     .no_grad = true},
+    {.name = "bn_wino_bias_relu",
+     .op = "conv2d",
+     .attrs = "batch_norm=true; activation=relu",
+     .n_in = 7,
+     .in = {X4(2, 9, 11, 32), X4(3, 3, 32, 40), B1(40), BN_IN(40)},
+     .no_grad = true},
+    {.name = "bn_wino_narrow_none",
+     .op = "conv2d",
+     .attrs = "batch_norm=true; winograd=on",
+     .n_in = 6,
+     .in = {X4(1, 6, 7, 5), X4(3, 3, 5, 3), BN_IN(3)},
+     .no_grad = true},
+    {.name = "bn_depthwise_relu6",
+     .op = "conv2d",
+     .attrs = "groups=24; batch_norm=true; activation=relu6",
+     .n_in = 6,
+     .in = {X4(2, 7, 6, 24), X4(3, 3, 1, 24), BN_IN(24)},
+     .no_grad = true},
+    {.name = "bn_groups_bias",
+     .op = "conv2d",
+     .attrs = "groups=2; batch_norm=true",
+     .n_in = 7,
+     .in = {X4(1, 6, 6, 8), X4(3, 3, 4, 6), B1(6), BN_IN(6)},
+     .no_grad = true},
+    {.name = "bn_fc_window_relu",
+     .op = "conv2d",
+     .attrs = "padding=VALID; batch_norm=true; activation=relu",
+     .n_in = 6,
+     .in = {X4(5, 3, 3, 8), X4(3, 3, 8, 12), BN_IN(12)},
+     .no_grad = true},
+    {.name = "relu_only_bias",
+     .op = "conv2d",
+     .attrs = "activation=relu",
+     .n_in = 3,
+     .in = {X4(2, 8, 8, 16), X4(3, 3, 16, 24), B1(24)},
+     .no_grad = true},
+    {.name = "relu6_only_wino",
+     .op = "conv2d",
+     .attrs = "activation=relu6; winograd=on",
+     .n_in = 2,
+     .in = {X4(1, 8, 8, 16), X4(3, 3, 16, 24)},
+     .no_grad = true},
 };
 
 /* Infer must reject these with a message containing the given text. */
@@ -531,39 +603,97 @@ static int conv_errors(const slim_registry *reg)
     static const struct {
         const char *name, *attrs, *want;
         int n_in;
-        slim_tensor_desc in[3];
+        slim_tensor_desc in[7];
+        bool training;
     } bad[] = {
+        {"batch-norm inputs without batch_norm",
+         "",
+         "batch_norm=true",
+         6,
+         {{SLIM_F32, X4(1, 5, 5, 3)},
+          {SLIM_F32, X4(3, 3, 3, 4)},
+          {SLIM_F32, B1(4)},
+          {SLIM_F32, B1(4)},
+          {SLIM_F32, B1(4)},
+          {SLIM_F32, B1(4)}},
+         false},
+        {"batch_norm with 3 inputs",
+         "batch_norm=true",
+         "6 or 7 inputs",
+         3,
+         {{SLIM_F32, X4(1, 5, 5, 3)}, {SLIM_F32, X4(3, 3, 3, 4)}, {SLIM_F32, B1(4)}},
+         false},
+        {"moving_var shape",
+         "batch_norm=true",
+         "moving_var must be (4)",
+         7,
+         {{SLIM_F32, X4(1, 5, 5, 3)},
+          {SLIM_F32, X4(3, 3, 3, 4)},
+          {SLIM_F32, B1(4)},
+          {SLIM_F32, B1(4)},
+          {SLIM_F32, B1(4)},
+          {SLIM_F32, B1(4)},
+          {SLIM_F32, B1(5)}},
+         false},
+        {"batch_norm in training",
+         "batch_norm=true",
+         "for inference",
+         6,
+         {{SLIM_F32, X4(1, 5, 5, 3)},
+          {SLIM_F32, X4(3, 3, 3, 4)},
+          {SLIM_F32, B1(4)},
+          {SLIM_F32, B1(4)},
+          {SLIM_F32, B1(4)},
+          {SLIM_F32, B1(4)}},
+         true},
+        {"activation in training",
+         "activation=relu",
+         "for inference",
+         2,
+         {{SLIM_F32, X4(1, 5, 5, 3)}, {SLIM_F32, X4(3, 3, 3, 4)}},
+         true},
         {"channel mismatch",
          "",
          "do not match",
          2,
-         {{SLIM_F32, X4(2, 8, 8, 3)}, {SLIM_F32, X4(3, 3, 4, 16)}}},
+         {{SLIM_F32, X4(2, 8, 8, 3)}, {SLIM_F32, X4(3, 3, 4, 16)}},
+         false},
         {"groups do not divide",
          "groups=2",
          "must divide",
          2,
-         {{SLIM_F32, X4(1, 5, 5, 3)}, {SLIM_F32, X4(3, 3, 1, 4)}}},
+         {{SLIM_F32, X4(1, 5, 5, 3)}, {SLIM_F32, X4(3, 3, 1, 4)}},
+         false},
         {"bias shape",
          "",
          "b must be",
          3,
-         {{SLIM_F32, X4(1, 5, 5, 3)}, {SLIM_F32, X4(3, 3, 3, 4)}, {SLIM_F32, B1(5)}}},
+         {{SLIM_F32, X4(1, 5, 5, 3)}, {SLIM_F32, X4(3, 3, 3, 4)}, {SLIM_F32, B1(5)}},
+         false},
         {"valid too small",
          "padding=VALID",
          "smaller than",
          2,
-         {{SLIM_F32, X4(1, 2, 5, 3)}, {SLIM_F32, X4(3, 3, 3, 4)}}},
+         {{SLIM_F32, X4(1, 2, 5, 3)}, {SLIM_F32, X4(3, 3, 3, 4)}},
+         false},
         {"pads without EXPLICIT",
          "pads=[1, 1, 1, 1]",
          "EXPLICIT",
          2,
-         {{SLIM_F32, X4(1, 5, 5, 3)}, {SLIM_F32, X4(3, 3, 3, 4)}}},
-        {"rank", "", "(N,H,W,C)", 2, {{SLIM_F32, {3, {5, 5, 3}}}, {SLIM_F32, X4(3, 3, 3, 4)}}},
+         {{SLIM_F32, X4(1, 5, 5, 3)}, {SLIM_F32, X4(3, 3, 3, 4)}},
+         false},
+        {"rank",
+         "",
+         "(N,H,W,C)",
+         2,
+         {{SLIM_F32, {3, {5, 5, 3}}}, {SLIM_F32, X4(3, 3, 3, 4)}},
+         false},
         {"strides length",
          "strides=[2]",
          "strides",
          2,
-         {{SLIM_F32, X4(1, 5, 5, 3)}, {SLIM_F32, X4(3, 3, 3, 4)}}},
+         {{SLIM_F32, X4(1, 5, 5, 3)}, {SLIM_F32, X4(3, 3, 3, 4)}},
+         false},
     };
     int failed = 0;
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
@@ -579,7 +709,7 @@ static int conv_errors(const slim_registry *reg)
         slim__oprun *r = NULL;
         slim_error err = {0};
         slim_status st =
-            slim__oprun_new(reg, "conv2d", a, bad[i].in, bad[i].n_in, false, 1, &r, &err);
+            slim__oprun_new(reg, "conv2d", a, bad[i].in, bad[i].n_in, bad[i].training, 1, &r, &err);
         bool ok = st != SLIM_OK && strstr(err.msg, bad[i].want) != NULL;
         harness_ok(ok, "conv2d/error %s: %s", bad[i].name, st ? err.msg : "accepted");
         failed += !ok;
