@@ -2,6 +2,8 @@
  *
  *  1. prune to the nodes the loss and the marked outputs need;
  *  2. re-infer each node for the mode (training or not) and thread count;
+ *     in inference a conv2d takes in the batch_norm and relu/relu6 nodes
+ *     that consume its output alone (fuse): one step, no tensor between;
  *  3. autodiff: which tensors need gradients (trainable parameters within the
  *     trainable scopes, and what depends on them), backward steps in reverse
  *     order; a tensor with several consumers gets its first contribution in
@@ -192,6 +194,11 @@ typedef struct build {
     const slim_op_desc *opt; /* optimizer op or NULL */
     slim__attr_set opt_attrs;
     bool *needed, *req, *live, *bwd, *node_training;
+    /* inference fusion, per node: the tensor a conv2d writes in place of its
+     * output, the batch_norm node it folds in (-1: none) and the activation;
+     * per tensor: gone (between fused nodes, no buffer) */
+    int *fuse_out, *fuse_bn, *fuse_act;
+    bool *gone, *fused; /* per tensor: no buffer; written by a fused conv2d */
     int *contrib, *seen;
     bool plan_only;            /* slim_graph_plan: sizes only, no arena, slots or threads */
     int *deferred, n_deferred; /* clipping: parameters to update after the norm */
@@ -369,6 +376,135 @@ static slim_status add_clipped_updates(build *b)
 
 static slim_status plan(slim_program *p, bool allocate, slim_error *err);
 
+/* ---- inference fusion ------------------------------------------------------------ */
+
+static bool is_op(const slim__node *nd, const char *name)
+{
+    return strcmp(nd->d->name, name) == 0;
+}
+
+static const char *attr_str(const slim__node *nd, const char *name)
+{
+    const slim__attr_value *v = slim__attrs_get(&nd->attrs, name);
+    return v && v->type == SLIM_ATTR_STRING ? v->str : NULL;
+}
+
+static int act_of(const char *s)
+{
+    return !s ? 0 : !strcmp(s, "relu") ? 1 : !strcmp(s, "relu6") ? 2 : 0;
+}
+
+static const char *const act_names[] = {"none", "relu", "relu6"};
+
+/* A conv2d (no batch norm or activation of its own) whose output has one
+ * consumer, a batch_norm (x input only) or a relu/relu6, takes it in; then
+ * the same again for that node's output (conv -> batch_norm -> relu), at
+ * most one batch norm and one activation, the batch norm first. A tensor
+ * the caller reads (marked) is never fused away. */
+static slim_status find_fusions(build *b)
+{
+    slim_graph *g = b->g;
+    int nt = g->n_tensors, nn = g->n_nodes;
+    int *uses = calloc((size_t)nt + 1, sizeof *uses), *user = calloc((size_t)nt + 1, sizeof *user);
+    if (!uses || !user) {
+        free(uses);
+        free(user);
+        return oom(b->err);
+    }
+    for (int n = 0; n < nn; n++)
+        for (int i = 0; b->needed[n] && i < g->nodes[n].n_in; i++) {
+            uses[g->nodes[n].in[i]]++;
+            user[g->nodes[n].in[i]] = n;
+        }
+    for (int n = 0; n < nn; n++) {
+        const slim__node *nd = &g->nodes[n];
+        if (!b->needed[n] || !is_op(nd, "conv2d") || nd->n_in > 3 ||
+            act_of(attr_str(nd, "activation")) != 0 ||
+            slim__attrs_get(&nd->attrs, "batch_norm")->ints[0])
+            continue;
+        int bn = -1, act = 0;
+        slim_tid t = nd->out[0];
+        for (;;) {
+            const slim__tinfo *ti = &g->tensors[t];
+            if (uses[t] != 1 || ti->marked || t == g->loss || ti->d.dtype != SLIM_F32)
+                break;
+            const slim__node *md = &g->nodes[user[t]];
+            if (bn < 0 && act == 0 && is_op(md, "batch_norm") && md->n_in == 5 && md->in[0] == t)
+                bn = user[t], act = act_of(attr_str(md, "activation"));
+            else if (act == 0 && md->n_in == 1 && (is_op(md, "relu") || is_op(md, "relu6")))
+                act = is_op(md, "relu") ? 1 : 2;
+            else
+                break;
+            b->needed[user[t]] = false;
+            b->gone[t] = true;
+            t = md->out[0];
+        }
+        if (t == nd->out[0])
+            continue;
+        b->fused[t] = true;
+        b->fuse_out[n] = t;
+        b->fuse_bn[n] = bn;
+        b->fuse_act[n] = act;
+    }
+    free(uses);
+    free(user);
+    return SLIM_OK;
+}
+
+/* A node's inputs; for a fused conv2d x, w, [b], then the batch norm's gamma,
+ * beta, moving_mean, moving_var. */
+static int node_inputs(const build *b, int n, slim_tid *in)
+{
+    const slim__node *nd = &b->g->nodes[n];
+    int n_in = nd->n_in;
+    memcpy(in, nd->in, (size_t)n_in * sizeof *in);
+    if (b->fuse_bn[n] >= 0)
+        for (int i = 1; i < 5; i++)
+            in[n_in++] = b->g->nodes[b->fuse_bn[n]].in[i];
+    return n_in;
+}
+
+/* The fused conv2d's attributes: the conv's with batch_norm,
+ * batch_norm_epsilon and activation set. set->values is the caller's to free
+ * (the values it points to belong to the graph, to the caller or are static). */
+static slim_status fused_attrs(build *b, int n, slim__attr_set *set, int64_t *flag, double *eps)
+{
+    const slim__node *nd = &b->g->nodes[n];
+    int bn = b->fuse_bn[n];
+    *flag = bn >= 0;
+    *eps = 0.001;
+    if (bn >= 0) {
+        const slim__attr_value *e = slim__attrs_get(&b->g->nodes[bn].attrs, "epsilon");
+        if (e && e->type == SLIM_ATTR_FLOAT)
+            *eps = e->floats[0];
+    }
+    const slim_op_desc *d = nd->d;
+    set->desc = d;
+    set->values = malloc((size_t)(d->n_attrs ? d->n_attrs : 1) * sizeof *set->values);
+    if (!set->values)
+        return oom(b->err);
+    memcpy(set->values, nd->attrs.values, (size_t)d->n_attrs * sizeof *set->values);
+    for (int i = 0; i < d->n_attrs; i++) {
+        slim__attr_value *v = &set->values[i];
+        if (!strcmp(d->attrs[i].name, "batch_norm"))
+            v->ints = flag;
+        else if (!strcmp(d->attrs[i].name, "batch_norm_epsilon"))
+            v->floats = eps;
+        else if (!strcmp(d->attrs[i].name, "activation"))
+            v->str = (char *)act_names[b->fuse_act[n]];
+    }
+    return SLIM_OK;
+}
+
+/* What a fused step runs, for profiles. */
+static const char *fused_name(const build *b, int n)
+{
+    static const char *const names[2][3] = {
+        {"conv2d", "conv2d+relu", "conv2d+relu6"},
+        {"conv2d+batch_norm", "conv2d+batch_norm+relu", "conv2d+batch_norm+relu6"}};
+    return names[b->fuse_bn[n] >= 0][b->fuse_act[n]];
+}
+
 static slim_status compile(build *b)
 {
     slim_program *p = b->p;
@@ -410,6 +546,13 @@ static slim_status compile(build *b)
             (pa->flags & SLIM_PARAM_TRAINABLE) && in_scopes(pa->name, o->trainable_scopes);
     }
 
+    /* inference: conv2d + batch_norm + relu as one step */
+    if (!p->training && !o->no_fusion) {
+        slim_status st = find_fusions(b);
+        if (st != SLIM_OK)
+            return st;
+    }
+
     /* 2. re-infer for this mode and thread count */
     for (int n = 0; n < nn; n++) {
         if (!b->needed[n])
@@ -418,6 +561,25 @@ static slim_status compile(build *b)
         slim_tensor_desc in[SLIM_MAX_INPUTS];
         for (int i = 0; i < nd->n_in; i++)
             in[i] = g->tensors[nd->in[i]].d;
+        if (b->fuse_out[n] >= 0) {
+            slim_tid fin[SLIM_MAX_INPUTS];
+            int n_fin = node_inputs(b, n, fin);
+            slim__attr_set set;
+            int64_t flag;
+            double eps;
+            slim_status st = fused_attrs(b, n, &set, &flag, &eps);
+            if (st != SLIM_OK)
+                return st;
+            for (int i = 0; i < n_fin; i++)
+                in[i] = g->tensors[fin[i]].d;
+            b->node_training[n] = false;
+            st = slim__node_infer(nd->d, &set, in, n_fin, false, p->nth, nd->name, &p->infer[n],
+                                  err);
+            free(set.values);
+            if (st != SLIM_OK)
+                return st;
+            continue;
+        }
         /* A node that writes state (batch-norm statistics) while none of its
          * trainable inputs is trained here is frozen: it runs as in inference
          * (moving statistics, no state updates), as fine-tuning with
@@ -526,6 +688,7 @@ static slim_status compile(build *b)
         const slim__tinfo *ti = &g->tensors[t];
         bool used =
             ti->kind == SLIM__T_INPUT || (ti->kind == SLIM__T_NODE && b->needed[ti->producer]);
+        used = (used && !b->gone[t]) || b->fused[t];
         if (used) {
             p->tbuf[t] = new_buf(p, desc_bytes(&ti->d));
             if (p->tbuf[t] < 0)
@@ -547,26 +710,28 @@ static slim_status compile(build *b)
         slim__step *s = new_step(p, SLIM__STEP_FWD, n);
         if (!s)
             return oom(err);
+        slim_tid in[SLIM_MAX_INPUTS];
+        int n_in = node_inputs(b, n, in);
         s->d = nd->d;
         s->params = r->params;
         s->training = b->node_training[n];
-        s->n_in = nd->n_in;
+        s->n_in = n_in;
         s->n_out = nd->n_out;
         s->n_saved = r->n_saved;
         s->node_id = (uint32_t)n;
         s->name = nd->name;
-        int vi = new_views(p, nd->n_in), vo = new_views(p, nd->n_out),
-            vs = new_views(p, r->n_saved);
+        s->op = b->fuse_out[n] >= 0 ? fused_name(b, n) : nd->d->name;
+        int vi = new_views(p, n_in), vo = new_views(p, nd->n_out), vs = new_views(p, r->n_saved);
         if (vi < -1 || vo < -1 || vs < -1)
             return oom(err);
         s = &p->steps[p->n_steps - 1];
         s->v_in = vi;
         s->v_out = vo;
         s->v_saved = vs;
-        for (int i = 0; i < nd->n_in; i++)
-            bind_value(b, vi + i, nd->in[i]);
+        for (int i = 0; i < n_in; i++)
+            bind_value(b, vi + i, in[i]);
         for (int j = 0; j < nd->n_out; j++)
-            bind_value(b, vo + j, nd->out[j]);
+            bind_value(b, vo + j, b->fuse_out[n] >= 0 ? b->fuse_out[n] : nd->out[j]);
         for (int k = 0; k < r->n_saved; k++) {
             int sb = new_buf(p, desc_bytes(&r->saved[k]));
             if (sb < 0)
@@ -903,14 +1068,22 @@ static slim_status compile_program(slim_graph *g, const slim_compile_opts *opts,
     b.contrib = calloc((size_t)nt + 1, sizeof(int));
     b.seen = calloc((size_t)nt + 1, sizeof(int));
     b.deferred = calloc((size_t)g->n_params + 1, sizeof(int));
+    b.fuse_out = malloc(((size_t)nn + 1) * sizeof(int));
+    b.fuse_bn = malloc(((size_t)nn + 1) * sizeof(int));
+    b.fuse_act = calloc((size_t)nn + 1, sizeof(int));
+    b.gone = calloc((size_t)nt + 1, sizeof(bool));
+    b.fused = calloc((size_t)nt + 1, sizeof(bool));
     p->tbuf = malloc(((size_t)nt + 1) * sizeof(int));
     p->gbuf = malloc(((size_t)nt + 1) * sizeof(int));
     p->n_infer = nn + g->n_params + 1; /* nodes, updates, the global norm */
     p->infer = calloc((size_t)p->n_infer + 1, sizeof *p->infer);
     slim_status st = SLIM_OK;
     if (!b.needed || !b.bwd || !b.node_training || !b.req || !b.live || !b.contrib || !b.seen ||
-        !b.deferred || !p->tbuf || !p->gbuf || !p->infer)
+        !b.deferred || !p->tbuf || !p->gbuf || !p->infer || !b.fuse_out || !b.fuse_bn ||
+        !b.fuse_act || !b.gone || !b.fused)
         st = oom(err);
+    for (int n = 0; st == SLIM_OK && n < nn; n++)
+        b.fuse_out[n] = b.fuse_bn[n] = -1;
     for (int t = 0; st == SLIM_OK && t < nt; t++)
         p->tbuf[t] = p->gbuf[t] = -1;
     if (st == SLIM_OK && o.training && o.optimizer) {
@@ -932,7 +1105,8 @@ static slim_status compile_program(slim_graph *g, const slim_compile_opts *opts,
     for (int s = 0; st == SLIM_OK && s < p->n_steps; s++) {
         const slim__step *sp = &p->steps[s];
         p->times[s].name = sp->name;
-        p->times[s].op = sp->d                           ? sp->d->name
+        p->times[s].op = sp->op                          ? sp->op
+                         : sp->d                         ? sp->d->name
                          : sp->kind == SLIM__STEP_ACC    ? "gradient_sum"
                          : sp->kind == SLIM__STEP_UPDATE ? "global_norm"
                                                          : "seed";
@@ -948,6 +1122,11 @@ static slim_status compile_program(slim_graph *g, const slim_compile_opts *opts,
     free(b.contrib);
     free(b.seen);
     free(b.deferred);
+    free(b.fuse_out);
+    free(b.fuse_bn);
+    free(b.fuse_act);
+    free(b.gone);
+    free(b.fused);
     if (st != SLIM_OK) {
         slim__program_destroy(p);
         return st;

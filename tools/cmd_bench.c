@@ -39,6 +39,7 @@ typedef struct bench_cli {
     int batch_size, num_threads, num_classes, image_size, iterations, warmup;
     double budget, peak, weight_decay, learning_rate;
     bool per_op;
+    bool no_fusion;
     uint64_t seed;
     const char *const *plugins;
     int n_plugins;
@@ -58,6 +59,8 @@ static const flag_def bench_flags[] = {
     {"peak", FLAG_DBL, B(peak), 0,
      "the fp32 peak in GFLOP/s for the percentages (0: measure it, < 0: none)"},
     {"per_op", FLAG_BOOL, B(per_op), 0, "also every node's time, slowest first"},
+    {"no_fusion", FLAG_BOOL, B(no_fusion), 0,
+     "inference: keep batch_norm and relu nodes apart from the conv2d before them"},
     {"json", FLAG_STR, B(json), 0, "write the results as JSON to this file"},
     {"optimizer", FLAG_STR, B(optimizer), 0,
      "update op of the training step: momentum (0.9), sgd, adam, rmsprop, ... (momentum)"},
@@ -356,7 +359,8 @@ static int run_mode(const bench_cli *c, const char *path, bool train, mode_resul
     slim_compile_opts co = {.training = train,
                             .num_threads = c->num_threads,
                             .optimizer = train ? opname : NULL,
-                            .optimizer_attrs = train ? oa : NULL};
+                            .optimizer_attrs = train ? oa : NULL,
+                            .no_fusion = c->no_fusion};
     if (slim_graph_plan(g, &co, &r->plan, &err) != SLIM_OK ||
         slim_graph_init_params(g, c->seed, &err) != SLIM_OK ||
         slim_graph_compile(g, &co, &p, &err) != SLIM_OK)

@@ -18,6 +18,12 @@
  * does, plus 1e-5 (relative); a wrong kernel is off by far more (a workspace
  * overrun on 2x2 maps was off by 0.36 in the forward pass).
  *
+ * Inference is checked the same way, where the compiler fuses: the fast
+ * program (2 threads) folds each batch norm, relu and relu6 into the conv2d
+ * before it; the reference runs the graph unfused with the reference
+ * kernels. Batch-norm parameters and statistics are first set to random
+ * values (the initial ones, mean 0 and variance 1, would hide a wrong fold).
+ *
  * Each op is checked alone in tests/ops; this catches what only a whole
  * network shows: a fast path chosen for a shape the op tests do not have,
  * layouts or workspaces that disagree between ops, accumulation across the
@@ -120,6 +126,100 @@ static bool run(slim_graph *g, int threads, bool ref, bool perturb, result *r, s
     }
     slim_program_free(p);
     return ok;
+}
+
+/* Inference: the logits of a program compiled with or without fusion; the
+ * number of fused conv2d steps in *fused. */
+static bool run_inference(slim_graph *g, int threads, bool ref, bool fuse, bool perturb,
+                          float *logits, int *fused, slim_error *err)
+{
+    if (ref)
+        setenv("SLIM_KERNELS", "ref", 1);
+    else
+        unsetenv("SLIM_KERNELS");
+    slim_program *p;
+    slim_compile_opts co = {.training = false, .num_threads = threads, .no_fusion = !fuse};
+    slim_status st = slim_graph_compile(g, &co, &p, err);
+    unsetenv("SLIM_KERNELS");
+    if (st != SLIM_OK)
+        return false;
+    slim_tensor x, y, lg;
+    slim_program_input(p, "images", &x, err);
+    slim_program_input(p, "labels", &y, err);
+    float *xd = x.data;
+    for (int64_t i = 0; i < slim_shape_numel(&x.shape); i++) {
+        xd[i] = (float)((i * 7919) % 255) / 255.0f - 0.5f;
+        if (perturb)
+            xd[i] *= ((i * 2654435761u) >> 7) % 2 ? 1.00001f : 0.99999f;
+    }
+    for (int b = 0; b < BATCH; b++)
+        ((int32_t *)y.data)[b] = (3 + 5 * b) % CLASSES;
+    slim_run_opts ro = {.step = 0, .seed = 1};
+    bool ok = slim_program_run(p, &ro, err) == SLIM_OK &&
+              slim_program_output(p, "logits", &lg, err) == SLIM_OK &&
+              slim_shape_numel(&lg.shape) == BATCH * CLASSES;
+    if (ok)
+        memcpy(logits, lg.data, BATCH * CLASSES * sizeof(float));
+    const slim_node_time *t;
+    int n = slim_program_times(p, &t);
+    *fused = 0;
+    for (int i = 0; i < n; i++)
+        *fused += t[i].op && strncmp(t[i].op, "conv2d+", 7) == 0;
+    slim_program_free(p);
+    return ok;
+}
+
+/* Batch-norm parameters and moving statistics to random values of their
+ * kind (variance in [0.5, 2), gamma in [0.5, 1.5), mean and beta in
+ * [-0.2, 0.2)). */
+static void randomize_bn(slim_graph *g)
+{
+    uint64_t s = 0x9e3779b97f4a7c15ull;
+    for (int i = 0; i < slim_graph_param_count(g); i++) {
+        const char *name;
+        slim_tensor v;
+        slim_graph_param_at(g, i, &name, &v, NULL);
+        size_t len = strlen(name);
+        double lo, hi;
+#define ENDS(suffix) (len >= strlen(suffix) && !strcmp(name + len - strlen(suffix), suffix))
+        if (ENDS("moving_variance"))
+            lo = 0.5, hi = 2;
+        else if (ENDS("gamma"))
+            lo = 0.5, hi = 1.5;
+        else if (ENDS("moving_mean") || ENDS("beta"))
+            lo = -0.2, hi = 0.2;
+        else
+            continue;
+#undef ENDS
+        float *d = v.data;
+        for (int64_t k = 0; k < slim_shape_numel(&v.shape); k++) {
+            s ^= s << 13, s ^= s >> 7, s ^= s << 17;
+            d[k] = (float)(lo + (hi - lo) * (double)(s >> 11) / 9007199254740992.0);
+        }
+    }
+}
+
+static double rel_err(const float *a, const float *b, int64_t n);
+
+/* The fused inference program against the unfused reference. */
+static void check_inference(slim_graph *g, const fp_case *c)
+{
+    slim_error err = {0};
+    float fast[BATCH * CLASSES], ref[BATCH * CLASSES], base[BATCH * CLASSES];
+    int n_fused = 0, n_ref = 0, n_base = 0;
+    randomize_bn(g);
+    bool ok = run_inference(g, 2, false, true, false, fast, &n_fused, &err) &&
+              run_inference(g, 1, true, false, false, ref, &n_ref, &err) &&
+              run_inference(g, 1, true, false, true, base, &n_base, &err);
+    if (!tap_ok(ok, "%s: inference runs fused (fast kernels) and unfused (reference)", c->name)) {
+        tap_diag("%s", err.msg);
+        return;
+    }
+    double eo = rel_err(fast, ref, BATCH * CLASSES), bo = rel_err(base, ref, BATCH * CLASSES);
+    tap_ok(n_fused > 0 && n_ref == 0 && eo <= 2 * bo + 1e-5,
+           "%s inference: %d fused conv2d steps, logits rel %.1e from the unfused reference (the "
+           "perturbation moves them %.1e)",
+           c->name, n_fused, eo, bo);
 }
 
 static double dot(const float *a, const float *b, int64_t n)
@@ -229,6 +329,7 @@ static void check(slim_registry *reg, const fp_case *c)
     result_free(&base);
     result_free(&fast);
     result_free(&ref);
+    check_inference(g, c);
     slim_model_free(m);
 }
 
