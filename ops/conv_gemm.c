@@ -153,7 +153,13 @@ size_t slim__conv_ws_floats(const conv_params *p, int64_t nw, bool backward)
 int64_t slim__conv_tile_rows(const conv_geom *q, int64_t M, int nth)
 {
     int64_t T = q->pointwise ? TILE_ROWS : min64(TILE_ROWS, max64(48, TILE_FLOATS / q->K));
-    T = min64(T, (M + nth - 1) / nth);
+    T = max64(1, min64(T, (M + nth - 1) / nth));
+    /* as many tiles of about equal size as a multiple of the threads, so
+     * every thread gets the same rows (784 rows in tiles of 240 went 480 /
+     * 304 between two threads) */
+    int64_t tiles = (M + T - 1) / T;
+    tiles = (tiles + nth - 1) / nth * nth;
+    T = (M + tiles - 1) / tiles;
     T = (T + MR - 1) / MR * MR;
     return max64(T, MR);
 }
