@@ -197,7 +197,7 @@ typedef struct build {
     /* inference fusion, per node: the tensor a conv2d writes in place of its
      * output, the batch_norm node it folds in (-1: none) and the activation;
      * per tensor: gone (between fused nodes, no buffer) */
-    int *fuse_out, *fuse_bn, *fuse_act;
+    int *fuse_out, *fuse_bn, *fuse_act, *fuse_res; /* fuse_res: the residual tensor or -1 */
     bool *gone, *fused; /* per tensor: no buffer; written by a fused conv2d */
     int *contrib, *seen;
     bool plan_only;            /* slim_graph_plan: sizes only, no arena, slots or threads */
@@ -396,11 +396,28 @@ static int act_of(const char *s)
 
 static const char *const act_names[] = {"none", "relu", "relu6"};
 
-/* A conv2d (no batch norm or activation of its own) whose output has one
- * consumer, a batch_norm (x input only) or a relu/relu6, takes it in; then
- * the same again for that node's output (conv -> batch_norm -> relu), at
- * most one batch norm and one activation, the batch norm first. A tensor
- * the caller reads (marked) is never fused away. */
+static bool same_desc(const slim_tensor_desc *a, const slim_tensor_desc *b)
+{
+    return a->dtype == b->dtype && a->shape.rank == b->shape.rank &&
+           !memcmp(a->shape.dim, b->shape.dim, (size_t)a->shape.rank * sizeof(int64_t));
+}
+
+/* Whether tensor t exists before node n runs: an input, a parameter, or the
+ * output of an earlier node (a fused conv2d runs at its own place, before
+ * the nodes it took in). */
+static bool ready_before(const slim_graph *g, slim_tid t, int n)
+{
+    const slim__tinfo *ti = &g->tensors[t];
+    return ti->kind != SLIM__T_NODE || ti->producer < n;
+}
+
+/* A conv2d (no batch norm, residual or activation of its own) whose output
+ * has one consumer, a batch_norm (x input only), an add of two tensors of
+ * one shape (the residual) or a relu/relu6, takes it in; then the same again
+ * for that node's output (conv -> batch_norm -> add -> relu), at most one of
+ * each, in that order. The residual must be computed before the conv runs
+ * (its producer comes first in the graph). A tensor the caller reads
+ * (marked) is never fused away. */
 static slim_status find_fusions(build *b)
 {
     slim_graph *g = b->g;
@@ -420,17 +437,23 @@ static slim_status find_fusions(build *b)
         const slim__node *nd = &g->nodes[n];
         if (!b->needed[n] || !is_op(nd, "conv2d") || nd->n_in > 3 ||
             act_of(attr_str(nd, "activation")) != 0 ||
-            slim__attrs_get(&nd->attrs, "batch_norm")->ints[0])
+            slim__attrs_get(&nd->attrs, "batch_norm")->ints[0] ||
+            slim__attrs_get(&nd->attrs, "residual")->ints[0])
             continue;
-        int bn = -1, act = 0;
+        int bn = -1, act = 0, res = -1;
         slim_tid t = nd->out[0];
         for (;;) {
             const slim__tinfo *ti = &g->tensors[t];
             if (uses[t] != 1 || ti->marked || t == g->loss || ti->d.dtype != SLIM_F32)
                 break;
             const slim__node *md = &g->nodes[user[t]];
-            if (bn < 0 && act == 0 && is_op(md, "batch_norm") && md->n_in == 5 && md->in[0] == t)
+            slim_tid other = md->n_in == 2 ? md->in[md->in[0] == t] : -1;
+            if (bn < 0 && res < 0 && act == 0 && is_op(md, "batch_norm") && md->n_in == 5 &&
+                md->in[0] == t)
                 bn = user[t], act = act_of(attr_str(md, "activation"));
+            else if (res < 0 && act == 0 && is_op(md, "add") && other >= 0 &&
+                     ready_before(g, other, n) && same_desc(&g->tensors[other].d, &ti->d))
+                res = other, act = act_of(attr_str(md, "activation"));
             else if (act == 0 && md->n_in == 1 && (is_op(md, "relu") || is_op(md, "relu6")))
                 act = is_op(md, "relu") ? 1 : 2;
             else
@@ -445,6 +468,7 @@ static slim_status find_fusions(build *b)
         b->fuse_out[n] = t;
         b->fuse_bn[n] = bn;
         b->fuse_act[n] = act;
+        b->fuse_res[n] = res;
     }
     free(uses);
     free(user);
@@ -461,17 +485,20 @@ static int node_inputs(const build *b, int n, slim_tid *in)
     if (b->fuse_bn[n] >= 0)
         for (int i = 1; i < 5; i++)
             in[n_in++] = b->g->nodes[b->fuse_bn[n]].in[i];
+    if (b->fuse_res[n] >= 0)
+        in[n_in++] = b->fuse_res[n];
     return n_in;
 }
 
 /* The fused conv2d's attributes: the conv's with batch_norm,
  * batch_norm_epsilon and activation set. set->values is the caller's to free
  * (the values it points to belong to the graph, to the caller or are static). */
-static slim_status fused_attrs(build *b, int n, slim__attr_set *set, int64_t *flag, double *eps)
+static slim_status fused_attrs(build *b, int n, slim__attr_set *set, int64_t flag[2], double *eps)
 {
     const slim__node *nd = &b->g->nodes[n];
     int bn = b->fuse_bn[n];
-    *flag = bn >= 0;
+    flag[0] = bn >= 0;
+    flag[1] = b->fuse_res[n] >= 0;
     *eps = 0.001;
     if (bn >= 0) {
         const slim__attr_value *e = slim__attrs_get(&b->g->nodes[bn].attrs, "epsilon");
@@ -487,7 +514,9 @@ static slim_status fused_attrs(build *b, int n, slim__attr_set *set, int64_t *fl
     for (int i = 0; i < d->n_attrs; i++) {
         slim__attr_value *v = &set->values[i];
         if (!strcmp(d->attrs[i].name, "batch_norm"))
-            v->ints = flag;
+            v->ints = &flag[0];
+        else if (!strcmp(d->attrs[i].name, "residual"))
+            v->ints = &flag[1];
         else if (!strcmp(d->attrs[i].name, "batch_norm_epsilon"))
             v->floats = eps;
         else if (!strcmp(d->attrs[i].name, "activation"))
@@ -499,10 +528,12 @@ static slim_status fused_attrs(build *b, int n, slim__attr_set *set, int64_t *fl
 /* What a fused step runs, for profiles. */
 static const char *fused_name(const build *b, int n)
 {
-    static const char *const names[2][3] = {
-        {"conv2d", "conv2d+relu", "conv2d+relu6"},
-        {"conv2d+batch_norm", "conv2d+batch_norm+relu", "conv2d+batch_norm+relu6"}};
-    return names[b->fuse_bn[n] >= 0][b->fuse_act[n]];
+    static const char *const names[2][2][3] = {
+        {{"conv2d", "conv2d+relu", "conv2d+relu6"},
+         {"conv2d+add", "conv2d+add+relu", "conv2d+add+relu6"}},
+        {{"conv2d+batch_norm", "conv2d+batch_norm+relu", "conv2d+batch_norm+relu6"},
+         {"conv2d+batch_norm+add", "conv2d+batch_norm+add+relu", "conv2d+batch_norm+add+relu6"}}};
+    return names[b->fuse_bn[n] >= 0][b->fuse_res[n] >= 0][b->fuse_act[n]];
 }
 
 static slim_status compile(build *b)
@@ -565,9 +596,9 @@ static slim_status compile(build *b)
             slim_tid fin[SLIM_MAX_INPUTS];
             int n_fin = node_inputs(b, n, fin);
             slim__attr_set set;
-            int64_t flag;
+            int64_t flag[2];
             double eps;
-            slim_status st = fused_attrs(b, n, &set, &flag, &eps);
+            slim_status st = fused_attrs(b, n, &set, flag, &eps);
             if (st != SLIM_OK)
                 return st;
             for (int i = 0; i < n_fin; i++)
@@ -1071,6 +1102,7 @@ static slim_status compile_program(slim_graph *g, const slim_compile_opts *opts,
     b.fuse_out = malloc(((size_t)nn + 1) * sizeof(int));
     b.fuse_bn = malloc(((size_t)nn + 1) * sizeof(int));
     b.fuse_act = calloc((size_t)nn + 1, sizeof(int));
+    b.fuse_res = malloc(((size_t)nn + 1) * sizeof(int));
     b.gone = calloc((size_t)nt + 1, sizeof(bool));
     b.fused = calloc((size_t)nt + 1, sizeof(bool));
     p->tbuf = malloc(((size_t)nt + 1) * sizeof(int));
@@ -1080,10 +1112,10 @@ static slim_status compile_program(slim_graph *g, const slim_compile_opts *opts,
     slim_status st = SLIM_OK;
     if (!b.needed || !b.bwd || !b.node_training || !b.req || !b.live || !b.contrib || !b.seen ||
         !b.deferred || !p->tbuf || !p->gbuf || !p->infer || !b.fuse_out || !b.fuse_bn ||
-        !b.fuse_act || !b.gone || !b.fused)
+        !b.fuse_act || !b.fuse_res || !b.gone || !b.fused)
         st = oom(err);
     for (int n = 0; st == SLIM_OK && n < nn; n++)
-        b.fuse_out[n] = b.fuse_bn[n] = -1;
+        b.fuse_out[n] = b.fuse_bn[n] = b.fuse_res[n] = -1;
     for (int t = 0; st == SLIM_OK && t < nt; t++)
         p->tbuf[t] = p->gbuf[t] = -1;
     if (st == SLIM_OK && o.training && o.optimizer) {
@@ -1125,6 +1157,7 @@ static slim_status compile_program(slim_graph *g, const slim_compile_opts *opts,
     free(b.fuse_out);
     free(b.fuse_bn);
     free(b.fuse_act);
+    free(b.fuse_res);
     free(b.gone);
     free(b.fused);
     if (st != SLIM_OK) {

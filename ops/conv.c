@@ -26,7 +26,9 @@
  * as y = act(conv(x, w) * scale + shift) per output channel, applied to each
  * block of y as its products finish (while it is in cache) instead of in a
  * pass of its own over the whole tensor; activation alone applies relu or
- * relu6 the same way.
+ * relu6 the same way, and residual=true adds a last input of y's shape
+ * before the activation (a residual connection's add):
+ *   y = act(conv(x, w) * scale + shift + residual)
  */
 #include <math.h>
 #include <stdio.h>
@@ -70,6 +72,21 @@ static bool wino_use(const conv_params *p, const conv_geom *q, const char *mode,
     return strcmp(mode, "on") == 0 || (q->C >= min_ch && q->O >= min_ch);
 }
 
+/* With residual=true, whether the residual's shape differs from y's (then failed). */
+static bool bad_residual(slim_infer_ctx *c, const slim_shape *ys)
+{
+    const conv_params *p = c->params;
+    if (!p->residual)
+        return false;
+    const slim_shape *rs = &c->inputs[p->res_in].shape;
+    if (rs->rank == ys->rank && !memcmp(rs->dim, ys->dim, (size_t)ys->rank * sizeof(int64_t)))
+        return false;
+    char b1[96], b2[96];
+    c->fail(c, SLIM_ESHAPE, "the residual %s must have the output's shape %s",
+            slim_shape_str(rs, b1, sizeof b1), slim_shape_str(ys, b2, sizeof b2));
+    return true;
+}
+
 static slim_status conv_infer(slim_infer_ctx *c)
 {
     c->set_backward_reads(c, ~0u, 0); /* backward: x and w, never y */
@@ -80,22 +97,23 @@ static slim_status conv_infer(slim_infer_ctx *c)
     slim_shape_str(&w->shape, ws, sizeof ws);
 
     p->fold_bn = c->attr_bool(c, "batch_norm");
+    p->residual = c->attr_bool(c, "residual");
     p->act = act_parse(c->attr_str(c, "activation"));
-    if (p->fold_bn && c->n_inputs != 6 && c->n_inputs != 7)
+    /* x, w, [b], [gamma, beta, moving_mean, moving_var], [residual] */
+    const int base = c->n_inputs - (p->fold_bn ? 4 : 0) - (p->residual ? 1 : 0);
+    if (base != 2 && base != 3)
+        return c->fail(c, SLIM_EINVAL, "takes x, w, optional b%s%s (%d to %d inputs), got %d%s",
+                       p->fold_bn ? ", then gamma, beta, moving_mean, moving_var" : "",
+                       p->residual ? ", then the residual" : "", c->n_inputs - base + 2,
+                       c->n_inputs - base + 3, c->n_inputs,
+                       base > 3 ? " (batch-norm parameters need batch_norm=true, a residual "
+                                  "residual=true)"
+                                : "");
+    if (c->training && (p->fold_bn || p->residual || p->act != ACT_NONE))
         return c->fail(c, SLIM_EINVAL,
-                       "batch_norm=true takes x, w, optional b, then gamma, beta, moving_mean, "
-                       "moving_var (6 or 7 inputs), got %d",
-                       c->n_inputs);
-    if (!p->fold_bn && c->n_inputs > 3)
-        return c->fail(c, SLIM_EINVAL,
-                       "takes x, w and optional b (%d inputs given; batch-norm parameters need "
-                       "batch_norm=true)",
-                       c->n_inputs);
-    if (c->training && (p->fold_bn || p->act != ACT_NONE))
-        return c->fail(c, SLIM_EINVAL,
-                       "batch_norm and activation are for inference (training needs the batch "
-                       "statistics and the pre-activation gradient): use batch_norm and relu "
-                       "nodes, which the compiler fuses into the convolution in inference");
+                       "batch_norm, residual and activation are for inference (training needs "
+                       "the batch statistics and the gradients between): use batch_norm, add and "
+                       "relu nodes, which the compiler fuses into the convolution in inference");
     for (int i = 0; i < c->n_inputs; i++)
         if (c->inputs[i].dtype != SLIM_F32)
             return c->fail(c, SLIM_ETYPE, "x, w, b and the batch-norm parameters must be f32");
@@ -128,11 +146,12 @@ static slim_status conv_infer(slim_infer_ctx *c)
                        "(x %s, w %s)",
                        (long long)w->shape.dim[2], (long long)p->f.C, (long long)p->f.G,
                        (long long)p->f.Cg, xs, ws);
-    p->has_bias = c->n_inputs == 3 || c->n_inputs == 7;
-    p->bn_in = p->has_bias ? 3 : 2;
+    p->has_bias = base == 3;
+    p->bn_in = base;
+    p->res_in = c->n_inputs - 1;
     p->bn_eps = (float)c->attr_float(c, "batch_norm_epsilon");
     static const char *const vec_names[] = {"b", "gamma", "beta", "moving_mean", "moving_var"};
-    for (int i = 2; i < c->n_inputs; i++) {
+    for (int i = 2; i < c->n_inputs - (p->residual ? 1 : 0); i++) {
         const slim_tensor_desc *b = &c->inputs[i];
         const char *what = vec_names[p->has_bias ? i - 2 : i - 1];
         if (b->shape.rank != 1 || b->shape.dim[0] != p->f.O)
@@ -175,6 +194,8 @@ static slim_status conv_infer(slim_infer_ctx *c)
         p->fc = (slim__fc_params){
             .n = p->f.N, .k = p->f.K, .o = p->f.O, .has_bias = p->has_bias && !p->fold_bn};
         slim_shape ys = {4, {p->f.N, 1, 1, p->f.O}};
+        if (bad_residual(c, &ys))
+            return SLIM_ESHAPE;
         c->set_output(c, 0, SLIM_F32, &ys);
         c->set_workspace(c, fold + slim__fc_workspace_bytes(&p->fc, c->nth, c->training));
         return SLIM_OK;
@@ -230,6 +251,8 @@ static slim_status conv_infer(slim_infer_ctx *c)
     p->dw_ksplit = M < f->K;
 
     slim_shape ys = {4, {f->N, f->OH, f->OW, f->O}};
+    if (bad_residual(c, &ys))
+        return SLIM_ESHAPE;
     c->set_output(c, 0, SLIM_F32, &ys);
     size_t per = slim__conv_ws_floats(p, nth, false), shared = slim__conv_shared_floats(p, false);
     if (c->training) {
@@ -254,11 +277,17 @@ void slim__conv_post_rows(const conv_post *post, float *y, int64_t ld, int64_t r
 {
     const float *restrict s = post->scale ? post->scale + c0 : NULL;
     const float *restrict t = post->shift ? post->shift + c0 : NULL;
+    const float *res = post->res ? post->res + (y - post->out) : NULL;
     for (int64_t r = 0; r < rows; r++) {
         float *restrict v = y + r * ld;
         if (s)
             for (int64_t j = 0; j < nc; j++)
                 v[j] = v[j] * s[j] + t[j];
+        if (res) {
+            const float *restrict e = res + r * ld;
+            for (int64_t j = 0; j < nc; j++)
+                v[j] += e[j];
+        }
         if (post->act == ACT_RELU)
             for (int64_t j = 0; j < nc; j++)
                 v[j] = v[j] > 0.0f ? v[j] : 0.0f;
@@ -325,8 +354,10 @@ void slim__conv_forward_ref(const slim_kernel_ctx *c)
                                var = ((const float *)c->in[bi + 3].data)[o];
                         acc = gamma * (acc - mean) / sqrt(var + (double)p->bn_eps) + beta;
                     }
-                    y[((n * p->f.OH + oh) * p->f.OW + ow) * p->f.O + o] =
-                        act_fwd(p->act, (float)acc);
+                    int64_t yi = ((n * p->f.OH + oh) * p->f.OW + ow) * p->f.O + o;
+                    if (p->residual)
+                        acc += ((const float *)c->in[p->res_in].data)[yi];
+                    y[yi] = act_fwd(p->act, (float)acc);
                 }
 }
 
@@ -563,7 +594,8 @@ static void conv_forward(const slim_kernel_ctx *c)
 {
     const conv_params *p = c->params;
     slim_kernel_ctx k = *c; /* the kernels' scratch: after the folded scale and shift */
-    conv_post post = {.act = p->act};
+    conv_post post = {
+        .act = p->act, .res = p->residual ? c->in[p->res_in].data : NULL, .out = c->out[0].data};
     if (p->fold_bn) {
         const size_t skip = round16((size_t)p->f.O);
         float *scale = c->ws, *shift = scale + skip;
@@ -662,6 +694,11 @@ static const slim_attr_spec conv_attrs[] = {
      .min = 0,
      .max = 1e30,
      .doc = "the folded batch norm's epsilon"},
+    {.name = "residual",
+     .type = SLIM_ATTR_BOOL,
+     .def = "false",
+     .doc = "inference: the last input (y's shape) is added to y before the activation (the "
+            "compiler fuses a residual add this way)"},
     {.name = "activation",
      .type = SLIM_ATTR_STRING,
      .def = "none",
@@ -673,10 +710,11 @@ static const slim_attr_spec conv_attrs[] = {
 const slim_op_desc slim__op_conv2d = {
     .struct_size = sizeof(slim_op_desc),
     .name = "conv2d",
-    .doc = "2-D convolution: x (N,H,W,C), w (KH,KW,C/groups,O), optional b (O), and with "
-           "batch_norm=true gamma, beta, moving_mean, moving_var (O each) -> (N,OH,OW,O)",
+    .doc = "2-D convolution: x (N,H,W,C), w (KH,KW,C/groups,O), optional b (O), with "
+           "batch_norm=true gamma, beta, moving_mean, moving_var (O each), with residual=true "
+           "a tensor of y's shape -> (N,OH,OW,O)",
     .min_inputs = 2,
-    .max_inputs = 7,
+    .max_inputs = 8,
     .n_outputs = 1,
     .attrs = conv_attrs,
     .n_attrs = (int)(sizeof conv_attrs / sizeof conv_attrs[0]),

@@ -46,25 +46,27 @@ typedef struct conv_params {
     /* inference: a batch norm folded in (inputs bn_in.. are gamma, beta,
      * moving_mean, moving_var) and an activation, applied as each block of y
      * is finished (conv_post) */
-    bool fold_bn;
-    int bn_in;
+    bool fold_bn, residual;
+    int bn_in, res_in; /* input indices */
     float bn_eps;
     int act;            /* ACT_NONE, ACT_RELU, ACT_RELU6 (ops/act.h) */
     slim__fc_params fc; /* CONV_FC */
 } conv_params;
 
 /* What the forward does to a finished block of y, per output channel:
- * y = act(y * scale + shift). scale and shift are NULL unless a batch norm
+ * y = act(y * scale + shift + res). scale and shift are NULL unless a batch norm
  * is folded in (then the bias went into shift, not into the products). */
 typedef struct conv_post {
     const float *scale, *shift;
+    const float *res; /* NULL, or added after the shift: res[i] goes with out[i] */
+    const float *out;
     int act;
 } conv_post;
 
 /* Whether post changes y at all. */
 static inline bool post_any(const conv_post *post)
 {
-    return post->scale || post->act;
+    return post->scale || post->res || post->act;
 }
 
 /* Apply post to rows x nc values of y (leading dimension ld), whose first

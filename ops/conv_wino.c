@@ -308,8 +308,12 @@ static void output_block(const conv_geom *q, const float *M, const float *bias,
                          const conv_post *post, int64_t t0, int64_t tn, float *out)
 {
     const int64_t O = q->O, ms = q->TB * m_ld(q);
-    const int act = post ? post->act : ACT_NONE;
+    /* with a residual, it and the activation go over each tile's pixels once
+     * all its channels are written */
+    const bool res = post && post->res;
+    const int act = post && !res ? post->act : ACT_NONE;
     const bool scaled = post && post->scale;
+    const conv_post tail = {.res = res ? post->res : NULL, .out = out, .act = post ? post->act : 0};
     float part[4][4][WCH], b[WCH], s[WCH];
     for (int64_t i = 0; i < tn; i++) {
         int64_t n, oh0, ow0;
@@ -341,6 +345,9 @@ static void output_block(const conv_geom *q, const float *M, const float *bias,
                     memcpy(out + ((n * q->OH + oh0 + a) * q->OW + ow0 + e) * O + o0, part[a][e],
                            (size_t)on * sizeof(float));
         }
+        for (int64_t a = 0; res && a < rows; a++)
+            slim__conv_post_rows(&tail, out + ((n * q->OH + oh0 + a) * q->OW + ow0) * O, O, cols, 0,
+                                 O);
     }
 }
 
