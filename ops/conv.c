@@ -35,6 +35,7 @@
 #include <string.h>
 
 #include "ops/conv.h"
+#include "ops/conv_ukr.h"
 
 extern const slim_op_desc slim__op_conv2d;
 
@@ -443,35 +444,129 @@ void slim__conv_zero_split(const slim_kernel_ctx *c, float *d, int64_t n)
 
 /* ---- depthwise: direct loops, C innermost ------------------------------- */
 
+#ifdef VW
+/* The finishing of one vector of output channels at c0 (m: the lanes in C). */
+static inline vfloat dw_finish(vfloat acc, const conv_post *post, const float *yp, int64_t c0,
+                               bool full, vmask m)
+{
+#define LD(ptr) (full ? vload(ptr) : vload_m(ptr, m))
+    if (post->scale)
+        acc = vfma(acc, LD(post->scale + c0), LD(post->shift + c0));
+    if (post->res)
+        acc = vadd(acc, LD(post->res + (yp - post->out) + c0));
+#undef LD
+    if (post->act != ACT_NONE)
+        acc = vmax(acc, vzero());
+    if (post->act == ACT_RELU6)
+        acc = vmin(acc, vset1(6.0f));
+    return acc;
+}
+
+/* One output pixel yp from its nt taps (x and w pointers): channels four
+ * vectors at a time summed in registers, then the rest one vector at a time
+ * (the last masked), post applied before the one store. */
+static void dw_pixel(int64_t C, const float *const *xs, const float *const *ws, int nt,
+                     const float *b, const conv_post *post, float *yp)
+{
+    const vmask all = lanes_below(VW);
+    int64_t c0 = 0;
+    for (; c0 + 4 * VW <= C; c0 += 4 * VW) {
+        vfloat a0 = vzero(), a1 = a0, a2 = a0, a3 = a0;
+        if (b) {
+            a0 = vload(b + c0);
+            a1 = vload(b + c0 + VW);
+            a2 = vload(b + c0 + 2 * VW);
+            a3 = vload(b + c0 + 3 * VW);
+        }
+        for (int t = 0; t < nt; t++) {
+            const float *xp = xs[t] + c0, *wp = ws[t] + c0;
+            a0 = vfma(vload(xp), vload(wp), a0);
+            a1 = vfma(vload(xp + VW), vload(wp + VW), a1);
+            a2 = vfma(vload(xp + 2 * VW), vload(wp + 2 * VW), a2);
+            a3 = vfma(vload(xp + 3 * VW), vload(wp + 3 * VW), a3);
+        }
+        vstore(yp + c0, dw_finish(a0, post, yp, c0, true, all));
+        vstore(yp + c0 + VW, dw_finish(a1, post, yp, c0 + VW, true, all));
+        vstore(yp + c0 + 2 * VW, dw_finish(a2, post, yp, c0 + 2 * VW, true, all));
+        vstore(yp + c0 + 3 * VW, dw_finish(a3, post, yp, c0 + 3 * VW, true, all));
+    }
+    for (; c0 < C; c0 += VW) {
+        const bool full = C - c0 >= VW;
+        const vmask m = lanes_below((int)min64(VW, C - c0));
+        vfloat acc = b ? (full ? vload(b + c0) : vload_m(b + c0, m)) : vzero();
+        for (int t = 0; t < nt; t++)
+            acc = full ? vfma(vload(xs[t] + c0), vload(ws[t] + c0), acc)
+                       : vfma(vload_m(xs[t] + c0, m), vload_m(ws[t] + c0, m), acc);
+        acc = dw_finish(acc, post, yp, c0, full, m);
+        if (full)
+            vstore(yp + c0, acc);
+        else
+            vstore_m(yp + c0, m, acc);
+    }
+}
+
+/* Filters of at most this many taps take the register path. */
+#define DW_MAX_TAPS 64
+#endif
+
 static void dw_forward(const slim_kernel_ctx *c, const conv_post *post)
 {
     const conv_params *p = c->params;
+    const conv_geom *f = &p->f;
     const float *x = c->in[0].data;      /* x: (N,H,W,C) */
     const float *w = c->in[1].data;      /* w: (KH,KW,1,C) */
     const float *b = slim__conv_bias(c); /* b: (C) */
-    const bool finish = post_any(post);
-    float *y = c->out[0].data; /* y: (N,OH,OW,C) */
-    const int64_t C = p->f.C;
+    float *y = c->out[0].data;           /* y: (N,OH,OW,C) */
+    const int64_t C = f->C;
     int64_t lo, hi;
-    slim_split(p->f.N * p->f.OH, c->ith, c->nth, &lo, &hi);
+    slim_split(f->N * f->OH, c->ith, c->nth, &lo, &hi);
+#ifdef VW
+    /* the channels of an output pixel summed in registers over the taps
+     * inside the image (the loop below keeps y in memory: a load and a
+     * store per tap and vector) */
+    if (f->KH * f->KW <= DW_MAX_TAPS) {
+        const float *xs[DW_MAX_TAPS], *ws[DW_MAX_TAPS];
+        for (int64_t row = lo; row < hi; row++) {
+            int64_t n = row / f->OH, oh = row % f->OH;
+            for (int64_t ow = 0; ow < f->OW; ow++) {
+                int nt = 0;
+                for (int64_t kh = 0; kh < f->KH; kh++) {
+                    int64_t ih = oh * f->SH - f->PT + kh * f->DH;
+                    if (ih < 0 || ih >= f->H)
+                        continue;
+                    for (int64_t kw = 0; kw < f->KW; kw++) {
+                        int64_t iw = ow * f->SW - f->PL + kw * f->DW;
+                        if (iw < 0 || iw >= f->W)
+                            continue;
+                        xs[nt] = x + ((n * f->H + ih) * f->W + iw) * C;
+                        ws[nt++] = w + (kh * f->KW + kw) * C;
+                    }
+                }
+                dw_pixel(C, xs, ws, nt, b, post, y + (row * f->OW + ow) * C);
+            }
+        }
+        return;
+    }
+#endif
+    const bool finish = post_any(post);
     for (int64_t row = lo; row < hi; row++) {
-        int64_t n = row / p->f.OH, oh = row % p->f.OH;
-        for (int64_t ow = 0; ow < p->f.OW; ow++) {
-            float *restrict yp = y + (row * p->f.OW + ow) * C;
+        int64_t n = row / f->OH, oh = row % f->OH;
+        for (int64_t ow = 0; ow < f->OW; ow++) {
+            float *restrict yp = y + (row * f->OW + ow) * C;
             if (b)
                 memcpy(yp, b, (size_t)C * sizeof(float));
             else
                 memset(yp, 0, (size_t)C * sizeof(float));
-            for (int64_t kh = 0; kh < p->f.KH; kh++) {
-                int64_t ih = oh * p->f.SH - p->f.PT + kh * p->f.DH;
-                if (ih < 0 || ih >= p->f.H)
+            for (int64_t kh = 0; kh < f->KH; kh++) {
+                int64_t ih = oh * f->SH - f->PT + kh * f->DH;
+                if (ih < 0 || ih >= f->H)
                     continue;
-                for (int64_t kw = 0; kw < p->f.KW; kw++) {
-                    int64_t iw = ow * p->f.SW - p->f.PL + kw * p->f.DW;
-                    if (iw < 0 || iw >= p->f.W)
+                for (int64_t kw = 0; kw < f->KW; kw++) {
+                    int64_t iw = ow * f->SW - f->PL + kw * f->DW;
+                    if (iw < 0 || iw >= f->W)
                         continue;
-                    const float *restrict xp = x + ((n * p->f.H + ih) * p->f.W + iw) * C;
-                    const float *restrict wp = w + (kh * p->f.KW + kw) * C;
+                    const float *restrict xp = x + ((n * f->H + ih) * f->W + iw) * C;
+                    const float *restrict wp = w + (kh * f->KW + kw) * C;
                     for (int64_t ch = 0; ch < C; ch++)
                         yp[ch] += xp[ch] * wp[ch];
                 }

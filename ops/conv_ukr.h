@@ -45,6 +45,9 @@ typedef __mmask16 vmask;
 #define vbcast(p) _mm512_set1_ps(*(p))
 #define vfma(a, b, c) _mm512_fmadd_ps(a, b, c)
 #define vadd(a, b) _mm512_add_ps(a, b)
+#define vmax(a, b) _mm512_max_ps(a, b)
+#define vmin(a, b) _mm512_min_ps(a, b)
+#define vset1(x) _mm512_set1_ps(x)
 
 /* Lanes 0..n-1 of a vector set. */
 static inline vmask lanes_below(int n)
@@ -67,6 +70,9 @@ typedef __m256i vmask;
 #define vbcast(p) _mm256_broadcast_ss(p)
 #define vfma(a, b, c) _mm256_fmadd_ps(a, b, c)
 #define vadd(a, b) _mm256_add_ps(a, b)
+#define vmax(a, b) _mm256_max_ps(a, b)
+#define vmin(a, b) _mm256_min_ps(a, b)
+#define vset1(x) _mm256_set1_ps(x)
 
 static inline vmask lanes_below(int n)
 {
