@@ -505,10 +505,32 @@ static void dw_pixel(int64_t C, const float *const *xs, const float *const *ws, 
     }
 }
 
-/* Filters of at most this many taps take the register path. */
-#define DW_MAX_TAPS 64
 #endif
 
+/* The taps of output pixel (n, oh, ow) inside the image: their x and w
+ * pointers into xs and ws; returns how many. */
+static int dw_taps(const conv_geom *f, const float *x, const float *w, int64_t n, int64_t oh,
+                   int64_t ow, const float **xs, const float **ws)
+{
+    int nt = 0;
+    for (int64_t kh = 0; kh < f->KH; kh++) {
+        int64_t ih = oh * f->SH - f->PT + kh * f->DH;
+        if (ih < 0 || ih >= f->H)
+            continue;
+        for (int64_t kw = 0; kw < f->KW; kw++) {
+            int64_t iw = ow * f->SW - f->PL + kw * f->DW;
+            if (iw < 0 || iw >= f->W)
+                continue;
+            xs[nt] = x + ((n * f->H + ih) * f->W + iw) * f->C;
+            ws[nt++] = w + (kh * f->KW + kw) * f->C;
+        }
+    }
+    return nt;
+}
+
+/* Each output pixel from the list of its taps inside the image (in this
+ * worker's slice of the workspace): with vectors, its channels summed in
+ * registers and post applied before one store; else in y's memory. */
 static void dw_forward(const slim_kernel_ctx *c, const conv_post *post)
 {
     const conv_params *p = c->params;
@@ -517,62 +539,30 @@ static void dw_forward(const slim_kernel_ctx *c, const conv_post *post)
     const float *w = c->in[1].data;      /* w: (KH,KW,1,C) */
     const float *b = slim__conv_bias(c); /* b: (C) */
     float *y = c->out[0].data;           /* y: (N,OH,OW,C) */
-    const int64_t C = f->C;
+    const int64_t C = f->C, taps = f->KH * f->KW;
+    const float **xs = (const float **)((float *)c->ws + (size_t)c->ith * dw_list_floats(f));
+    const float **ws = xs + taps;
     int64_t lo, hi;
     slim_split(f->N * f->OH, c->ith, c->nth, &lo, &hi);
-#ifdef VW
-    /* the channels of an output pixel summed in registers over the taps
-     * inside the image (the loop below keeps y in memory: a load and a
-     * store per tap and vector) */
-    if (f->KH * f->KW <= DW_MAX_TAPS) {
-        const float *xs[DW_MAX_TAPS], *ws[DW_MAX_TAPS];
-        for (int64_t row = lo; row < hi; row++) {
-            int64_t n = row / f->OH, oh = row % f->OH;
-            for (int64_t ow = 0; ow < f->OW; ow++) {
-                int nt = 0;
-                for (int64_t kh = 0; kh < f->KH; kh++) {
-                    int64_t ih = oh * f->SH - f->PT + kh * f->DH;
-                    if (ih < 0 || ih >= f->H)
-                        continue;
-                    for (int64_t kw = 0; kw < f->KW; kw++) {
-                        int64_t iw = ow * f->SW - f->PL + kw * f->DW;
-                        if (iw < 0 || iw >= f->W)
-                            continue;
-                        xs[nt] = x + ((n * f->H + ih) * f->W + iw) * C;
-                        ws[nt++] = w + (kh * f->KW + kw) * C;
-                    }
-                }
-                dw_pixel(C, xs, ws, nt, b, post, y + (row * f->OW + ow) * C);
-            }
-        }
-        return;
-    }
-#endif
-    const bool finish = post_any(post);
     for (int64_t row = lo; row < hi; row++) {
-        int64_t n = row / f->OH, oh = row % f->OH;
         for (int64_t ow = 0; ow < f->OW; ow++) {
-            float *restrict yp = y + (row * f->OW + ow) * C;
+            int nt = dw_taps(f, x, w, row / f->OH, row % f->OH, ow, xs, ws);
+            float *yp = y + (row * f->OW + ow) * C;
+#ifdef VW
+            dw_pixel(C, xs, ws, nt, b, post, yp);
+#else
             if (b)
                 memcpy(yp, b, (size_t)C * sizeof(float));
             else
                 memset(yp, 0, (size_t)C * sizeof(float));
-            for (int64_t kh = 0; kh < f->KH; kh++) {
-                int64_t ih = oh * f->SH - f->PT + kh * f->DH;
-                if (ih < 0 || ih >= f->H)
-                    continue;
-                for (int64_t kw = 0; kw < f->KW; kw++) {
-                    int64_t iw = ow * f->SW - f->PL + kw * f->DW;
-                    if (iw < 0 || iw >= f->W)
-                        continue;
-                    const float *restrict xp = x + ((n * f->H + ih) * f->W + iw) * C;
-                    const float *restrict wp = w + (kh * f->KW + kw) * C;
-                    for (int64_t ch = 0; ch < C; ch++)
-                        yp[ch] += xp[ch] * wp[ch];
-                }
+            for (int t = 0; t < nt; t++) {
+                const float *restrict xp = xs[t], *restrict wp = ws[t];
+                for (int64_t ch = 0; ch < C; ch++)
+                    yp[ch] += xp[ch] * wp[ch];
             }
-            if (finish)
+            if (post_any(post))
                 slim__conv_post_rows(post, yp, C, 1, 0, C);
+#endif
         }
     }
 }

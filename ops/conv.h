@@ -113,6 +113,13 @@ static inline size_t round16(size_t n)
     return (n + 15) & ~(size_t)15;
 }
 
+/* Floats of one worker's list of a depthwise output pixel's taps (an x and
+ * a w pointer each). */
+static inline size_t dw_list_floats(const conv_geom *q)
+{
+    return round16((size_t)(q->KH * q->KW) * 2 * sizeof(const float *) / sizeof(float));
+}
+
 /* ---- ops/conv_gemm.c -------------------------------------------------------- */
 
 /* Floats of the packed filter that all threads share, at the workspace's start. */

@@ -139,7 +139,8 @@ size_t slim__conv_ws_floats(const conv_params *p, int64_t nw, bool backward)
 {
     const conv_geom *f = &p->f;
     if (p->kind == CONV_DEPTHWISE)
-        return backward ? round16((size_t)(f->KH * f->KW * f->C)) + round16((size_t)f->O) : 0;
+        return backward ? round16((size_t)(f->KH * f->KW * f->C)) + round16((size_t)f->O)
+                        : dw_list_floats(f);
     if (!backward && f->TB)
         return slim__wino_ws_floats(f);
     if (!backward)
