@@ -463,8 +463,8 @@ static inline vfloat dw_finish(vfloat acc, const conv_post *post, const float *y
 }
 
 /* One output pixel yp from its nt taps (x and w pointers): channels four
- * vectors at a time summed in registers, then the rest one vector at a time
- * (the last masked), post applied before the one store. */
+ * vectors at a time summed in registers, then two, then one (the last
+ * masked), post applied before the one store. */
 static void dw_pixel(int64_t C, const float *const *xs, const float *const *ws, int nt,
                      const float *b, const conv_post *post, float *yp)
 {
@@ -489,6 +489,16 @@ static void dw_pixel(int64_t C, const float *const *xs, const float *const *ws, 
         vstore(yp + c0 + VW, dw_finish(a1, post, yp, c0 + VW, true, all));
         vstore(yp + c0 + 2 * VW, dw_finish(a2, post, yp, c0 + 2 * VW, true, all));
         vstore(yp + c0 + 3 * VW, dw_finish(a3, post, yp, c0 + 3 * VW, true, all));
+    }
+    for (; c0 + 2 * VW <= C; c0 += 2 * VW) { /* two FMA chains, not one after the other */
+        vfloat a0 = b ? vload(b + c0) : vzero(), a1 = b ? vload(b + c0 + VW) : vzero();
+        for (int t = 0; t < nt; t++) {
+            const float *xp = xs[t] + c0, *wp = ws[t] + c0;
+            a0 = vfma(vload(xp), vload(wp), a0);
+            a1 = vfma(vload(xp + VW), vload(wp + VW), a1);
+        }
+        vstore(yp + c0, dw_finish(a0, post, yp, c0, true, all));
+        vstore(yp + c0 + VW, dw_finish(a1, post, yp, c0 + VW, true, all));
     }
     for (; c0 < C; c0 += VW) {
         const bool full = C - c0 >= VW;
