@@ -2,8 +2,9 @@
  *
  *  1. prune to the nodes the loss and the marked outputs need;
  *  2. re-infer each node for the mode (training or not) and thread count;
- *     in inference a conv2d takes in the batch_norm and relu/relu6 nodes
- *     that consume its output alone (fuse): one step, no tensor between;
+ *     in inference a conv2d takes in the batch_norm, residual add and
+ *     relu/relu6 nodes that consume its output alone (fuse): one step, no
+ *     tensor between;
  *  3. autodiff: which tensors need gradients (trainable parameters within the
  *     trainable scopes, and what depends on them), backward steps in reverse
  *     order; a tensor with several consumers gets its first contribution in
@@ -19,6 +20,7 @@
 #include "engine/error.h"
 #include "engine/gemm.h"
 #include "engine/program.h"
+#include "ops/act.h" /* the activations a fused conv2d applies */
 
 #include <math.h>
 #include <stdlib.h>
@@ -195,9 +197,9 @@ typedef struct build {
     slim__attr_set opt_attrs;
     bool *needed, *req, *live, *bwd, *node_training;
     /* inference fusion, per node: the tensor a conv2d writes in place of its
-     * output, the batch_norm node it folds in (-1: none) and the activation;
-     * per tensor: gone (between fused nodes, no buffer) */
-    int *fuse_out, *fuse_bn, *fuse_act, *fuse_res; /* fuse_res: the residual tensor or -1 */
+     * output, the batch_norm node it folds in (-1: none), the activation
+     * (ACT_*) and the residual tensor (-1: none) */
+    int *fuse_out, *fuse_bn, *fuse_act, *fuse_res;
     bool *gone, *fused; /* per tensor: no buffer; written by a fused conv2d */
     int *contrib, *seen;
     bool plan_only;            /* slim_graph_plan: sizes only, no arena, slots or threads */
@@ -383,18 +385,15 @@ static bool is_op(const slim__node *nd, const char *name)
     return strcmp(nd->d->name, name) == 0;
 }
 
-static const char *attr_str(const slim__node *nd, const char *name)
+/* The node's activation attribute (ACT_NONE when it has none). */
+static int node_act(const slim__node *nd)
 {
-    const slim__attr_value *v = slim__attrs_get(&nd->attrs, name);
-    return v && v->type == SLIM_ATTR_STRING ? v->str : NULL;
+    const slim__attr_value *v = slim__attrs_get(&nd->attrs, "activation");
+    return v && v->type == SLIM_ATTR_STRING ? act_parse(v->str) : ACT_NONE;
 }
 
-static int act_of(const char *s)
-{
-    return !s ? 0 : !strcmp(s, "relu") ? 1 : !strcmp(s, "relu6") ? 2 : 0;
-}
-
-static const char *const act_names[] = {"none", "relu", "relu6"};
+static const char *const act_names[] = {
+    [ACT_NONE] = "none", [ACT_RELU] = "relu", [ACT_RELU6] = "relu6"};
 
 static bool same_desc(const slim_tensor_desc *a, const slim_tensor_desc *b)
 {
@@ -435,12 +434,11 @@ static slim_status find_fusions(build *b)
         }
     for (int n = 0; n < nn; n++) {
         const slim__node *nd = &g->nodes[n];
-        if (!b->needed[n] || !is_op(nd, "conv2d") || nd->n_in > 3 ||
-            act_of(attr_str(nd, "activation")) != 0 ||
+        if (!b->needed[n] || !is_op(nd, "conv2d") || nd->n_in > 3 || node_act(nd) != ACT_NONE ||
             slim__attrs_get(&nd->attrs, "batch_norm")->ints[0] ||
             slim__attrs_get(&nd->attrs, "residual")->ints[0])
             continue;
-        int bn = -1, act = 0, res = -1;
+        int bn = -1, act = ACT_NONE, res = -1;
         slim_tid t = nd->out[0];
         for (;;) {
             const slim__tinfo *ti = &g->tensors[t];
@@ -448,14 +446,14 @@ static slim_status find_fusions(build *b)
                 break;
             const slim__node *md = &g->nodes[user[t]];
             slim_tid other = md->n_in == 2 ? md->in[md->in[0] == t] : -1;
-            if (bn < 0 && res < 0 && act == 0 && is_op(md, "batch_norm") && md->n_in == 5 &&
+            if (bn < 0 && res < 0 && act == ACT_NONE && is_op(md, "batch_norm") && md->n_in == 5 &&
                 md->in[0] == t)
-                bn = user[t], act = act_of(attr_str(md, "activation"));
-            else if (res < 0 && act == 0 && is_op(md, "add") && other >= 0 &&
+                bn = user[t], act = node_act(md);
+            else if (res < 0 && act == ACT_NONE && is_op(md, "add") && other >= 0 &&
                      ready_before(g, other, n) && same_desc(&g->tensors[other].d, &ti->d))
-                res = other, act = act_of(attr_str(md, "activation"));
-            else if (act == 0 && md->n_in == 1 && (is_op(md, "relu") || is_op(md, "relu6")))
-                act = is_op(md, "relu") ? 1 : 2;
+                res = other, act = node_act(md);
+            else if (act == ACT_NONE && md->n_in == 1 && (is_op(md, "relu") || is_op(md, "relu6")))
+                act = act_parse(md->d->name);
             else
                 break;
             b->needed[user[t]] = false;
@@ -491,7 +489,7 @@ static int node_inputs(const build *b, int n, slim_tid *in)
 }
 
 /* The fused conv2d's attributes: the conv's with batch_norm,
- * batch_norm_epsilon and activation set. set->values is the caller's to free
+ * batch_norm_epsilon, residual and activation set. set->values is the caller's to free
  * (the values it points to belong to the graph, to the caller or are static). */
 static slim_status fused_attrs(build *b, int n, slim__attr_set *set, int64_t flag[2], double *eps)
 {
@@ -577,7 +575,7 @@ static slim_status compile(build *b)
             (pa->flags & SLIM_PARAM_TRAINABLE) && in_scopes(pa->name, o->trainable_scopes);
     }
 
-    /* inference: conv2d + batch_norm + relu as one step */
+    /* inference: conv2d + batch_norm + add + relu as one step */
     if (!p->training && !o->no_fusion) {
         slim_status st = find_fusions(b);
         if (st != SLIM_OK)
@@ -589,23 +587,21 @@ static slim_status compile(build *b)
         if (!b->needed[n])
             continue;
         const slim__node *nd = &g->nodes[n];
+        slim_tid tin[SLIM_MAX_INPUTS];
         slim_tensor_desc in[SLIM_MAX_INPUTS];
-        for (int i = 0; i < nd->n_in; i++)
-            in[i] = g->tensors[nd->in[i]].d;
+        int n_in = node_inputs(b, n, tin);
+        for (int i = 0; i < n_in; i++)
+            in[i] = g->tensors[tin[i]].d;
         if (b->fuse_out[n] >= 0) {
-            slim_tid fin[SLIM_MAX_INPUTS];
-            int n_fin = node_inputs(b, n, fin);
             slim__attr_set set;
             int64_t flag[2];
             double eps;
             slim_status st = fused_attrs(b, n, &set, flag, &eps);
             if (st != SLIM_OK)
                 return st;
-            for (int i = 0; i < n_fin; i++)
-                in[i] = g->tensors[fin[i]].d;
             b->node_training[n] = false;
-            st = slim__node_infer(nd->d, &set, in, n_fin, false, p->nth, nd->name, &p->infer[n],
-                                  err);
+            st =
+                slim__node_infer(nd->d, &set, in, n_in, false, p->nth, nd->name, &p->infer[n], err);
             free(set.values);
             if (st != SLIM_OK)
                 return st;

@@ -20,7 +20,7 @@
  * declarations both share are in ops/conv.h.
  *
  * Inference only, usually set by the compiler when it fuses a conv2d with
- * the batch norm and/or relu that follow it: batch_norm=true takes four more
+ * the batch norm, residual add and/or relu that follow it: batch_norm=true takes four more
  * inputs after b (gamma, beta, moving_mean, moving_var) and gives
  *   y = act(gamma (conv(x, w) + b - moving_mean) / sqrt(moving_var + eps) + beta)
  * as y = act(conv(x, w) * scale + shift) per output channel, applied to each
@@ -289,14 +289,9 @@ void slim__conv_post_rows(const conv_post *post, float *y, int64_t ld, int64_t r
             for (int64_t j = 0; j < nc; j++)
                 v[j] += e[j];
         }
-        if (post->act == ACT_RELU)
+        if (post->act != ACT_NONE)
             for (int64_t j = 0; j < nc; j++)
-                v[j] = v[j] > 0.0f ? v[j] : 0.0f;
-        else if (post->act == ACT_RELU6)
-            for (int64_t j = 0; j < nc; j++) {
-                float a = v[j] > 0.0f ? v[j] : 0.0f;
-                v[j] = a < 6.0f ? a : 6.0f;
-            }
+                v[j] = act_fwd(post->act, v[j]);
     }
 }
 
@@ -462,44 +457,40 @@ static inline vfloat dw_finish(vfloat acc, const conv_post *post, const float *y
     return acc;
 }
 
+/* nv full vectors of an output pixel's channels from c0 (nv a constant
+ * where it is called: the accumulators stay in registers), summed over the
+ * nt taps, post applied, stored. */
+static inline __attribute__((always_inline)) void
+dw_vectors(int nv, int64_t c0, const float *const *xs, const float *const *ws, int nt,
+           const float *b, const conv_post *post, float *yp)
+{
+    const vmask all = lanes_below(VW);
+    vfloat a[4];
+#pragma GCC unroll 4
+    for (int v = 0; v < nv; v++)
+        a[v] = b ? vload(b + c0 + v * VW) : vzero();
+    for (int t = 0; t < nt; t++) {
+        const float *xp = xs[t] + c0, *wp = ws[t] + c0;
+#pragma GCC unroll 4
+        for (int v = 0; v < nv; v++)
+            a[v] = vfma(vload(xp + v * VW), vload(wp + v * VW), a[v]);
+    }
+#pragma GCC unroll 4
+    for (int v = 0; v < nv; v++)
+        vstore(yp + c0 + v * VW, dw_finish(a[v], post, yp, c0 + v * VW, true, all));
+}
+
 /* One output pixel yp from its nt taps (x and w pointers): channels four
- * vectors at a time summed in registers, then two, then one (the last
- * masked), post applied before the one store. */
+ * vectors at a time summed in registers, then two (independent FMA chains),
+ * then one (the last masked), post applied before the one store. */
 static void dw_pixel(int64_t C, const float *const *xs, const float *const *ws, int nt,
                      const float *b, const conv_post *post, float *yp)
 {
-    const vmask all = lanes_below(VW);
     int64_t c0 = 0;
-    for (; c0 + 4 * VW <= C; c0 += 4 * VW) {
-        vfloat a0 = vzero(), a1 = a0, a2 = a0, a3 = a0;
-        if (b) {
-            a0 = vload(b + c0);
-            a1 = vload(b + c0 + VW);
-            a2 = vload(b + c0 + 2 * VW);
-            a3 = vload(b + c0 + 3 * VW);
-        }
-        for (int t = 0; t < nt; t++) {
-            const float *xp = xs[t] + c0, *wp = ws[t] + c0;
-            a0 = vfma(vload(xp), vload(wp), a0);
-            a1 = vfma(vload(xp + VW), vload(wp + VW), a1);
-            a2 = vfma(vload(xp + 2 * VW), vload(wp + 2 * VW), a2);
-            a3 = vfma(vload(xp + 3 * VW), vload(wp + 3 * VW), a3);
-        }
-        vstore(yp + c0, dw_finish(a0, post, yp, c0, true, all));
-        vstore(yp + c0 + VW, dw_finish(a1, post, yp, c0 + VW, true, all));
-        vstore(yp + c0 + 2 * VW, dw_finish(a2, post, yp, c0 + 2 * VW, true, all));
-        vstore(yp + c0 + 3 * VW, dw_finish(a3, post, yp, c0 + 3 * VW, true, all));
-    }
-    for (; c0 + 2 * VW <= C; c0 += 2 * VW) { /* two FMA chains, not one after the other */
-        vfloat a0 = b ? vload(b + c0) : vzero(), a1 = b ? vload(b + c0 + VW) : vzero();
-        for (int t = 0; t < nt; t++) {
-            const float *xp = xs[t] + c0, *wp = ws[t] + c0;
-            a0 = vfma(vload(xp), vload(wp), a0);
-            a1 = vfma(vload(xp + VW), vload(wp + VW), a1);
-        }
-        vstore(yp + c0, dw_finish(a0, post, yp, c0, true, all));
-        vstore(yp + c0 + VW, dw_finish(a1, post, yp, c0 + VW, true, all));
-    }
+    for (; c0 + 4 * VW <= C; c0 += 4 * VW)
+        dw_vectors(4, c0, xs, ws, nt, b, post, yp);
+    for (; c0 + 2 * VW <= C; c0 += 2 * VW)
+        dw_vectors(2, c0, xs, ws, nt, b, post, yp);
     for (; c0 < C; c0 += VW) {
         const bool full = C - c0 >= VW;
         const vmask m = lanes_below((int)min64(VW, C - c0));

@@ -44,8 +44,8 @@ typedef struct conv_params {
     bool has_bias;
     bool wino_dw; /* dW by Winograd (slim__wino_dw) */
     /* inference: a batch norm folded in (inputs bn_in.. are gamma, beta,
-     * moving_mean, moving_var) and an activation, applied as each block of y
-     * is finished (conv_post) */
+     * moving_mean, moving_var), a residual (input res_in) and an activation,
+     * applied as each block of y is finished (conv_post) */
     bool fold_bn, residual;
     int bn_in, res_in; /* input indices */
     float bn_eps;

@@ -163,9 +163,9 @@ typedef struct slim_compile_opts {
      * all the trained parameters' gradients together; the updates follow.
      * The optimizer op must take a gradient scale (every built-in one does). */
     float clip_gradient_norm;
-    /* Inference only: do not fuse a conv2d with the batch_norm and relu /
-     * relu6 nodes after it (the compiler folds them into the convolution
-     * unless this is set; for comparing with the unfused graph). */
+    /* Inference only: do not fuse a conv2d with the batch_norm, residual
+     * add and relu / relu6 nodes after it (the compiler folds them into the
+     * convolution unless this is set; for comparing with the unfused graph). */
     bool no_fusion;
 } slim_compile_opts;
 

@@ -19,8 +19,8 @@
  * overrun on 2x2 maps was off by 0.36 in the forward pass).
  *
  * Inference is checked the same way, where the compiler fuses: the fast
- * program (2 threads) folds each batch norm, relu and relu6 into the conv2d
- * before it; the reference runs the graph unfused with the reference
+ * program (2 threads) folds each batch norm, residual add, relu and relu6
+ * into the conv2d before it; the reference runs the graph unfused with the reference
  * kernels. Batch-norm parameters and statistics are first set to random
  * values (the initial ones, mean 0 and variance 1, would hide a wrong fold).
  *
@@ -73,18 +73,21 @@ static void result_free(result *r)
     free(r->len);
 }
 
-static bool run(slim_graph *g, int threads, bool ref, bool perturb, result *r, slim_error *err)
+/* A program compiled as co says (with the reference kernels when ref),
+ * its images and labels written (the images perturbed when perturb); NULL
+ * on error. */
+static slim_program *compile_fed(slim_graph *g, const slim_compile_opts *co, bool ref, bool perturb,
+                                 slim_error *err)
 {
     if (ref)
         setenv("SLIM_KERNELS", "ref", 1);
     else
         unsetenv("SLIM_KERNELS");
     slim_program *p;
-    slim_compile_opts co = {.training = true, .num_threads = threads};
-    slim_status st = slim_graph_compile(g, &co, &p, err);
+    slim_status st = slim_graph_compile(g, co, &p, err);
     unsetenv("SLIM_KERNELS");
     if (st != SLIM_OK)
-        return false;
+        return NULL;
     slim_tensor x, y;
     slim_program_input(p, "images", &x, err);
     slim_program_input(p, "labels", &y, err);
@@ -96,6 +99,15 @@ static bool run(slim_graph *g, int threads, bool ref, bool perturb, result *r, s
     }
     for (int b = 0; b < BATCH; b++)
         ((int32_t *)y.data)[b] = (3 + 5 * b) % CLASSES;
+    return p;
+}
+
+static bool run(slim_graph *g, int threads, bool ref, bool perturb, result *r, slim_error *err)
+{
+    slim_compile_opts co = {.training = true, .num_threads = threads};
+    slim_program *p = compile_fed(g, &co, ref, perturb, err);
+    if (!p)
+        return false;
     slim_run_opts ro = {.learning_rate = 0.0f, .step = 0, .seed = 1};
     slim_tensor lg, loss;
     bool ok = slim_program_run(p, &ro, err) == SLIM_OK &&
@@ -133,27 +145,11 @@ static bool run(slim_graph *g, int threads, bool ref, bool perturb, result *r, s
 static bool run_inference(slim_graph *g, int threads, bool ref, bool fuse, bool perturb,
                           float *logits, int *fused, slim_error *err)
 {
-    if (ref)
-        setenv("SLIM_KERNELS", "ref", 1);
-    else
-        unsetenv("SLIM_KERNELS");
-    slim_program *p;
     slim_compile_opts co = {.training = false, .num_threads = threads, .no_fusion = !fuse};
-    slim_status st = slim_graph_compile(g, &co, &p, err);
-    unsetenv("SLIM_KERNELS");
-    if (st != SLIM_OK)
+    slim_program *p = compile_fed(g, &co, ref, perturb, err);
+    if (!p)
         return false;
-    slim_tensor x, y, lg;
-    slim_program_input(p, "images", &x, err);
-    slim_program_input(p, "labels", &y, err);
-    float *xd = x.data;
-    for (int64_t i = 0; i < slim_shape_numel(&x.shape); i++) {
-        xd[i] = (float)((i * 7919) % 255) / 255.0f - 0.5f;
-        if (perturb)
-            xd[i] *= ((i * 2654435761u) >> 7) % 2 ? 1.00001f : 0.99999f;
-    }
-    for (int b = 0; b < BATCH; b++)
-        ((int32_t *)y.data)[b] = (3 + 5 * b) % CLASSES;
+    slim_tensor lg;
     slim_run_opts ro = {.step = 0, .seed = 1};
     bool ok = slim_program_run(p, &ro, err) == SLIM_OK &&
               slim_program_output(p, "logits", &lg, err) == SLIM_OK &&
