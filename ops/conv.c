@@ -506,6 +506,88 @@ static void dw_pixel(int64_t C, const float *const *xs, const float *const *ws, 
     }
 }
 
+/* np output pixels from ow (stride SW apart) by nv vectors of channels from
+ * c0 (np, nv constants where it is called: np * nv independent chains in
+ * registers), over the nr filter rows inside the image (x row xr[r] at
+ * column 0, w row wr[r]), all KW taps inside the row; each w vector is
+ * loaded once for the np pixels. m: the lanes of a partial last vector
+ * (nv == 1 only), else all. */
+static inline __attribute__((always_inline)) void
+dw_run(int np, int nv, const conv_geom *f, const float *const *xr, const float *const *wr, int nr,
+       int64_t ow, int64_t c0, bool full, vmask m, const float *b, const conv_post *post,
+       float *yrow)
+{
+#define LD(ptr) (full ? vload(ptr) : vload_m(ptr, m))
+    const int64_t C = f->C, step = f->SW * C, x0 = (ow * f->SW - f->PL) * C + c0;
+    vfloat a[4][2];
+#pragma GCC unroll 4
+    for (int p = 0; p < np; p++)
+#pragma GCC unroll 2
+        for (int v = 0; v < nv; v++)
+            a[p][v] = b ? LD(b + c0 + v * VW) : vzero();
+    for (int r = 0; r < nr; r++) {
+        for (int64_t kw = 0; kw < f->KW; kw++) {
+            const float *wp = wr[r] + kw * C + c0, *xp = xr[r] + x0 + kw * f->DW * C;
+            vfloat w0 = LD(wp), w1 = nv > 1 ? LD(wp + VW) : w0;
+#pragma GCC unroll 4
+            for (int p = 0; p < np; p++) {
+                a[p][0] = vfma(LD(xp + p * step), w0, a[p][0]);
+                if (nv > 1)
+                    a[p][1] = vfma(LD(xp + p * step + VW), w1, a[p][1]);
+            }
+        }
+    }
+#pragma GCC unroll 4
+    for (int p = 0; p < np; p++) {
+        float *yp = yrow + (ow + p) * C;
+#pragma GCC unroll 2
+        for (int v = 0; v < nv; v++) {
+            vfloat r = dw_finish(a[p][v], post, yp, c0 + v * VW, full, m);
+            if (full)
+                vstore(yp + c0 + v * VW, r);
+            else
+                vstore_m(yp + c0 + v * VW, m, r);
+        }
+    }
+#undef LD
+}
+
+/* Output pixels [ow0, ow1) of a row whose KW taps all lie inside the image
+ * row: four pixels at a time, channels two vectors at a time (eight chains),
+ * then one, the last masked. */
+static void dw_interior(const conv_geom *f, const float *const *xr, const float *const *wr, int nr,
+                        int64_t ow0, int64_t ow1, const float *b, const conv_post *post,
+                        float *yrow)
+{
+    const int64_t C = f->C;
+    const vmask all = lanes_below(VW);
+    int64_t ow = ow0;
+    for (; ow + 4 <= ow1; ow += 4) {
+        int64_t c0 = 0;
+        for (; c0 + 2 * VW <= C; c0 += 2 * VW)
+            dw_run(4, 2, f, xr, wr, nr, ow, c0, true, all, b, post, yrow);
+        for (; c0 < C; c0 += VW) {
+            if (C - c0 >= VW)
+                dw_run(4, 1, f, xr, wr, nr, ow, c0, true, all, b, post, yrow);
+            else
+                dw_run(4, 1, f, xr, wr, nr, ow, c0, false, lanes_below((int)(C - c0)), b, post,
+                       yrow);
+        }
+    }
+    for (; ow < ow1; ow++) {
+        int64_t c0 = 0;
+        for (; c0 + 2 * VW <= C; c0 += 2 * VW)
+            dw_run(1, 2, f, xr, wr, nr, ow, c0, true, all, b, post, yrow);
+        for (; c0 < C; c0 += VW) {
+            if (C - c0 >= VW)
+                dw_run(1, 1, f, xr, wr, nr, ow, c0, true, all, b, post, yrow);
+            else
+                dw_run(1, 1, f, xr, wr, nr, ow, c0, false, lanes_below((int)(C - c0)), b, post,
+                       yrow);
+        }
+    }
+}
+
 #endif
 
 /* The taps of output pixel (n, oh, ow) inside the image: their x and w
@@ -545,8 +627,34 @@ static void dw_forward(const slim_kernel_ctx *c, const conv_post *post)
     const float **ws = xs + taps;
     int64_t lo, hi;
     slim_split(f->N * f->OH, c->ith, c->nth, &lo, &hi);
+#ifdef VW
+    /* the output columns whose taps all lie inside the image's columns */
+    const float **xr = ws + taps, **wr = xr + f->KH;
+    int64_t in0 = min64(f->OW, (f->PL + f->SW - 1) / f->SW),
+            in1 = max64(in0, min64(f->OW, (f->W - 1 - (f->KW - 1) * f->DW + f->PL) / f->SW + 1));
+    if (f->W - 1 - (f->KW - 1) * f->DW + f->PL < 0)
+        in0 = in1 = f->OW;
+#endif
     for (int64_t row = lo; row < hi; row++) {
+#ifdef VW
+        const int64_t n = row / f->OH, oh = row % f->OH;
+        int nr = 0;
+        for (int64_t kh = 0; kh < f->KH; kh++) {
+            int64_t ih = oh * f->SH - f->PT + kh * f->DH;
+            if (ih >= 0 && ih < f->H) {
+                xr[nr] = x + (n * f->H + ih) * f->W * C;
+                wr[nr++] = w + kh * f->KW * C;
+            }
+        }
+        dw_interior(f, xr, wr, nr, in0, in1, b, post, y + row * f->OW * C);
+#endif
         for (int64_t ow = 0; ow < f->OW; ow++) {
+#ifdef VW
+            if (ow == in0)
+                ow = in1;
+            if (ow >= f->OW)
+                break;
+#endif
             int nt = dw_taps(f, x, w, row / f->OH, row % f->OH, ow, xs, ws);
             float *yp = y + (row * f->OW + ow) * C;
 #ifdef VW

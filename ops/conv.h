@@ -114,10 +114,11 @@ static inline size_t round16(size_t n)
 }
 
 /* Floats of one worker's list of a depthwise output pixel's taps (an x and
- * a w pointer each). */
+ * a w pointer each), then of an output row's filter rows inside the image
+ * (an x row and a w row each). */
 static inline size_t dw_list_floats(const conv_geom *q)
 {
-    return round16((size_t)(q->KH * q->KW) * 2 * sizeof(const float *) / sizeof(float));
+    return round16((size_t)(q->KH * q->KW + q->KH) * 2 * sizeof(const float *) / sizeof(float));
 }
 
 /* ---- ops/conv_gemm.c -------------------------------------------------------- */
