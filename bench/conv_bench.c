@@ -51,6 +51,13 @@ static const layer LAYERS[] = {
     {"LeNet conv2 5x5 32->64 14x14 b64", "", 64, 14, 14, 32, 5, 5, 64, 1},
     {"LeNet fc3 3136->1024 b64", "", 64, 1, 1, 3136, 0, 0, 1024, 1},
     {"LeNet fc4 1024->10 b64", "", 64, 1, 1, 1024, 0, 0, 10, 1},
+    /* MobileNet v1 at batch 16: the stem and the early 1x1 layers (small depth, big maps) */
+    {"MobileNet v1 Conv2d_0 3x3/2 3->32 224x224 b16", "", 16, 224, 224, 3, 3, 3, 32, 2},
+    {"MobileNet v1 1x1 32->64 112x112 b16", "", 16, 112, 112, 32, 1, 1, 64, 1},
+    {"MobileNet v1 1x1 64->128 56x56 b16", "", 16, 56, 56, 64, 1, 1, 128, 1},
+    {"MobileNet v1 1x1 128->128 56x56 b16", "", 16, 56, 56, 128, 1, 1, 128, 1},
+    {"TMP 1x1 128->128 56x56 b1", "", 1, 56, 56, 128, 1, 1, 128, 1},
+    {"TMP 1x1 128->128 28x28 b1", "", 1, 28, 28, 128, 1, 1, 128, 1},
     /* Fashion-MNIST ResNet-14 (models/examples/resnet_fmnist.yaml): stage 1 and stage 2 */
     {"ResNet-14 3x3 16->16 28x28 b64", "", 64, 28, 28, 16, 3, 3, 16, 1},
     {"ResNet-14 3x3 32->32 14x14 b64", "", 64, 14, 14, 32, 3, 3, 32, 1},

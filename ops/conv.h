@@ -83,6 +83,10 @@ void slim__conv_post_rows(const conv_post *post, float *y, int64_t ld, int64_t r
 #define DW_ROWS 120
 /* Depth chunk of the forward-shaped products: the chunk of a B panel (16 or 32 KB) stays in L1. */
 #define KCHUNK 256
+/* Floats of the filter's packed panels that a GEMM tile's row blocks run
+ * through at once (one depth chunk): 256 KB, which leaves most of a 1-2 MB
+ * L2 to the tile's rows of A and C. */
+#define PANEL_GROUP_FLOATS 65536
 /* conv_rows_direct: filter rows of at least this many floats, at most this many rows. */
 #define DIRECT_MIN_RUN 96
 #define DIRECT_MAX_KH 16
