@@ -552,40 +552,36 @@ dw_run(int np, int nv, const conv_geom *f, const float *const *xr, const float *
 #undef LD
 }
 
+/* np pixels from ow (np a constant where it is called), every channel: two
+ * vectors at a time, then one, the last masked. */
+static inline __attribute__((always_inline)) void
+dw_pixels(int np, const conv_geom *f, const float *const *xr, const float *const *wr, int nr,
+          int64_t ow, const float *b, const conv_post *post, float *yrow)
+{
+    const int64_t C = f->C;
+    const vmask all = lanes_below(VW);
+    int64_t c0 = 0;
+    for (; c0 + 2 * VW <= C; c0 += 2 * VW)
+        dw_run(np, 2, f, xr, wr, nr, ow, c0, true, all, b, post, yrow);
+    for (; c0 < C; c0 += VW) {
+        if (C - c0 >= VW)
+            dw_run(np, 1, f, xr, wr, nr, ow, c0, true, all, b, post, yrow);
+        else
+            dw_run(np, 1, f, xr, wr, nr, ow, c0, false, lanes_below((int)(C - c0)), b, post, yrow);
+    }
+}
+
 /* Output pixels [ow0, ow1) of a row whose KW taps all lie inside the image
- * row: four pixels at a time, channels two vectors at a time (eight chains),
- * then one, the last masked. */
+ * row: four pixels at a time (eight chains with two vectors), then one. */
 static void dw_interior(const conv_geom *f, const float *const *xr, const float *const *wr, int nr,
                         int64_t ow0, int64_t ow1, const float *b, const conv_post *post,
                         float *yrow)
 {
-    const int64_t C = f->C;
-    const vmask all = lanes_below(VW);
     int64_t ow = ow0;
-    for (; ow + 4 <= ow1; ow += 4) {
-        int64_t c0 = 0;
-        for (; c0 + 2 * VW <= C; c0 += 2 * VW)
-            dw_run(4, 2, f, xr, wr, nr, ow, c0, true, all, b, post, yrow);
-        for (; c0 < C; c0 += VW) {
-            if (C - c0 >= VW)
-                dw_run(4, 1, f, xr, wr, nr, ow, c0, true, all, b, post, yrow);
-            else
-                dw_run(4, 1, f, xr, wr, nr, ow, c0, false, lanes_below((int)(C - c0)), b, post,
-                       yrow);
-        }
-    }
-    for (; ow < ow1; ow++) {
-        int64_t c0 = 0;
-        for (; c0 + 2 * VW <= C; c0 += 2 * VW)
-            dw_run(1, 2, f, xr, wr, nr, ow, c0, true, all, b, post, yrow);
-        for (; c0 < C; c0 += VW) {
-            if (C - c0 >= VW)
-                dw_run(1, 1, f, xr, wr, nr, ow, c0, true, all, b, post, yrow);
-            else
-                dw_run(1, 1, f, xr, wr, nr, ow, c0, false, lanes_below((int)(C - c0)), b, post,
-                       yrow);
-        }
-    }
+    for (; ow + 4 <= ow1; ow += 4)
+        dw_pixels(4, f, xr, wr, nr, ow, b, post, yrow);
+    for (; ow < ow1; ow++)
+        dw_pixels(1, f, xr, wr, nr, ow, b, post, yrow);
 }
 
 #endif
