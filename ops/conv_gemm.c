@@ -362,12 +362,13 @@ static void col2im_add(const conv_geom *q, const float *dcol, int64_t r0, int64_
 
 /* ---- GEMM paths (POINTWISE and GEMM) --------------------------------------- */
 
-/* Output rows of q for tasks [t0, t1), a task being (tile, group):
- * out = conv(in, filter packed as PACK_W for q) + bias, then post (NULL:
- * none) on each panel of a tile as its last depth chunk is done, or with a
- * residual on the whole tile once its panels are done (the residual's rows
- * then stream in order: ResNet-50's fused conv3 + add steps took 106-110 ms
- * instead of 129-150 on 2 threads). */
+/* conv_rows and conv_rows_direct: output rows of q for tasks [t0, t1), a
+ * task being (tile, group): out = conv(in, filter packed as PACK_W for q) +
+ * bias, then post (NULL: none) while the rows are in cache: conv_rows per
+ * block of rows; conv_rows_direct per panel of a tile as its last depth
+ * chunk is done, or with a residual on the whole tile once its panels are
+ * done (the residual's rows then stream in order: ResNet-50's fused conv3 +
+ * add steps took 106-110 ms instead of 129-150 on 2 threads). */
 
 /* conv_rows without im2col: a filter row's KW taps are one run of KW*C floats
  * of in (G == 1, DW == 1), so the micro-kernel takes each output row's run
@@ -456,12 +457,40 @@ static inline void prefetch_part(const float *p, int64_t ld, int64_t rows, int64
                                  int64_t part, int64_t parts)
 {
     const int64_t lpr = (len + 15) / 16, lines = rows * lpr;
-    for (int64_t j = lines * part / parts; j < lines * (part + 1) / parts; j++) {
-        const float *a = p + j / lpr * ld + j % lpr * 16;
+    const int64_t j0 = lines * part / parts, j1 = lines * (part + 1) / parts;
+    int64_t r = j0 / lpr, l = j0 % lpr; /* divisions once, not per line */
+    for (int64_t j = j0; j < j1; j++) {
+        const float *a = p + r * ld + l * 16;
         if (write)
             __builtin_prefetch(a, 1, 3);
         else
             __builtin_prefetch(a, 0, 3);
+        if (++l == lpr) {
+            l = 0;
+            r++;
+        }
+    }
+}
+
+/* C (bn rows, ld ldo) (+)= the bn rows of A from row i0 (ld lda, depth
+ * [k0, k1)) times the packed panel bp of nr columns: one MR2-row narrow
+ * block, or MR-row blocks. */
+static inline void block_panel(const float *A, int64_t lda, int64_t i0, int64_t bn, int64_t k0,
+                               int64_t k1, const float *bp, int nr, const float *bias, float *cb,
+                               int64_t ldo)
+{
+    const float *a[MR2];
+    if (nr <= NARROW_NR) {
+        for (int i = 0; i < MR2; i++)
+            a[i] = A + (i0 + (i < bn ? i : 0)) * lda + k0;
+        ukr_nn_narrow(k1 - k0, a, bp, cb, ldo, (int)bn, nr, bias, k0 > 0);
+        return;
+    }
+    for (int64_t h = 0; h < bn; h += MR) {
+        const int mr = (int)min64(MR, bn - h);
+        for (int i = 0; i < MR; i++)
+            a[i] = A + (i0 + h + (i < mr ? i : 0)) * lda + k0;
+        ukr_nn(k1 - k0, a, bp, cb + h * ldo, ldo, mr, nr, bias, k0 > 0);
     }
 }
 
@@ -513,19 +542,7 @@ static void conv_rows(const conv_geom *q, const float *in, const float *packed, 
                                           ob - ob0, ob1 - ob0);
                             prefetch_part(cb + bn * ldo, ldo, nn, nr, true, 0, 1);
                         }
-                        const float *a[MR2];
-                        if (nr <= NARROW_NR) {
-                            for (int i = 0; i < MR2; i++)
-                                a[i] = A + (i0 + (i < bn ? i : 0)) * lda + k0;
-                            ukr_nn_narrow(k1 - k0, a, bp, cb, ldo, (int)bn, nr, bias_ob, k0 > 0);
-                            continue;
-                        }
-                        for (int64_t h = 0; h < bn; h += MR) {
-                            const int mr = (int)min64(MR, bn - h);
-                            for (int i = 0; i < MR; i++)
-                                a[i] = A + (i0 + h + (i < mr ? i : 0)) * lda + k0;
-                            ukr_nn(k1 - k0, a, bp, cb + h * ldo, ldo, mr, nr, bias_ob, k0 > 0);
-                        }
+                        block_panel(A, lda, i0, bn, k0, k1, bp, nr, bias_ob, cb, ldo);
                     }
                     if (finish && ki == nk - 1 && ob1 == nb)
                         slim__conv_post_rows(post, C + i0 * ldo, ldo, bn, g * q->Og, q->Og);
