@@ -24,7 +24,12 @@
 #    each zoo file (bench/torch_anchor.py), alternating per model and thread
 #    count; images/s, GFLOP/s against PEAK1/PEAK2 (this machine's fp32 peak,
 #    measured at the start unless given), peak resident memory of each side and slim's
-#    planned memory; the per-op profile of each slim run in big_slim_*.txt
+#    planned memory; the per-op profile of each slim run in big_slim_*.txt;
+#    then, per round, the 2-thread scaling of ResNet-50 (SCALING_MODELS) measured
+#    within one process on each side (`slimrun bench --scaling`,
+#    `torch_anchor.py --scaling`: 1- and 2-thread iterations alternating, the
+#    median of the per-pair ratios), which the VM's drift between runs minutes
+#    apart does not reach
 #
 # Every timed command runs under `flock /tmp/cpu.lock` (the anchors' convention:
 # one heavy job at a time on this machine) after waiting, up to --idle-wait
@@ -47,6 +52,7 @@ MODELS=""
 BIG_BUDGET=5     # seconds of timed iterations per mode, each side, beyond the minimum
 BIG_ITERS=3      # timed iterations at least, each side
 BIG_TORCH_SCALE=0.125 # of torch_bench.py's budgets (40 s training, 20 s inference)
+SCALING_MODELS=${SCALING_MODELS:-resnet_v1_50} # measured interleaved when in --models
 PY=${PYTHON:-/usr/bin/python3}
 ANCHORS=${SLIM_ANCHORS:-$ROOT/../shared/anchors}
 THREADS="1 2"
@@ -152,7 +158,10 @@ fi
 
 # 5. the zoo models: slimrun bench and PyTorch, alternating per model
 if [ -n "$MODELS" ]; then
-    for mb in ${MODELS//,/ }; do rm -f "$OUT/big_slim_${mb%%:*}"_r* "$OUT/big_torch_${mb%%:*}"_r*; done
+    for mb in ${MODELS//,/ }; do
+        rm -f "$OUT/big_slim_${mb%%:*}"_r* "$OUT/big_torch_${mb%%:*}"_r* \
+            "$OUT/big_scaling_slim_${mb%%:*}"_r* "$OUT/big_scaling_torch_${mb%%:*}"_r*
+    done
     brounds=$ROUNDS
     ((brounds > 0)) || brounds=1
     for ((r = 1; r <= brounds; r++)); do
@@ -179,6 +188,25 @@ if [ -n "$MODELS" ]; then
                         >"$OUT/big_torch_$tag.jsonl" || echo "run.sh: PyTorch $m failed" >&2
                 fi
             done
+        done
+        [[ " $THREADS " == *" 2 "* ]] || continue
+        for mb in ${MODELS//,/ }; do
+            m=${mb%%:*} bs=${mb#*:}
+            [ "$bs" = "$mb" ] && bs=16
+            [[ ",$SCALING_MODELS," == *",$m,"* ]] || continue
+            echo "== round $r/$brounds: $m 1 vs 2 threads, interleaved" >&2
+            wait_idle
+            "${LOCK[@]}" "$SLIMRUN" bench --model_name="$m" --batch_size="$bs" --num_threads=2 \
+                --scaling --peak=-1 --iterations=5 --warmup=1 --budget=0 --weight_decay=0 \
+                --json="$OUT/big_scaling_slim_${m}_r$r.json" >/dev/null ||
+                echo "run.sh: slimrun bench --scaling $m failed" >&2
+            if ((TORCH_OK)); then
+                wait_idle
+                "${LOCK[@]}" "$PY" bench/torch_anchor.py --anchors "$ANCHORS" --threads 2 \
+                    --scaling --budget-scale 0 --min-iters 5 --batch "$bs" "$m" \
+                    >"$OUT/big_scaling_torch_${m}_r$r.jsonl" ||
+                    echo "run.sh: PyTorch --scaling $m failed" >&2
+            fi
         done
     done
 fi
@@ -378,6 +406,36 @@ if keys:
     if sc:
         L += ["Scaling from 1 to 2 threads (images/s on 2 threads / on 1; training / inference):",
               "", "| model | slim | PyTorch |", "|---|---:|---:|"] + sc + [""]
+    # the same within one process: 1- and 2-thread iterations alternating
+    ss, ts = {}, {}
+    for f in glob.glob(os.path.join(out, "big_scaling_slim_*_r*.json")):
+        r = json.load(open(f))
+        rnd = int(f.rsplit("_r", 1)[1].split(".")[0])
+        if "scaling" in r.get("train", {}) and "scaling" in r.get("inference", {}):
+            ss.setdefault(r["model"], {})[rnd] = r
+    for f in glob.glob(os.path.join(out, "big_scaling_torch_*_r*.jsonl")):
+        rnd = int(f.rsplit("_r", 1)[1].split(".")[0])
+        for line in open(f):
+            if line.startswith("{"):
+                r = json.loads(line)
+                if "train_scaling" in r:
+                    ts.setdefault(r["model"], {})[rnd] = r
+    if ss:
+        L += ["Scaling within one process (`slimrun bench --scaling`, `torch_anchor.py "
+              "--scaling`: every iteration timed on 1 thread and on 2, the order alternating; "
+              "median of the per-pair ratios, each round; training / inference):", "",
+              "| model | slim, per round | slim, median | PyTorch, per round | PyTorch, median |",
+              "|---|---|---:|---|---:|"]
+        for m in sorted(ss):
+            per = lambda d, a, b: (", ".join("%.2f / %.2f" % (a(d[i]), b(d[i])) for i in sorted(d)),
+                                   "%.2f / %.2f" % (med([a(x) for x in d.values()]),
+                                                    med([b(x) for x in d.values()])))
+            sp, sm = per(ss[m], lambda r: r["train"]["scaling"]["speedup"],
+                         lambda r: r["inference"]["scaling"]["speedup"])
+            tp, tm = per(ts[m], lambda r: r["train_scaling"]["speedup"],
+                         lambda r: r["infer_scaling"]["speedup"]) if m in ts else ("-", "-")
+            L.append("| %s | %s | **%s** | %s | %s |" % (m, sp, sm, tp, tm))
+        L.append("")
     # memory
     L += ["Memory (MiB). slim planned = the compiler's arena + parameters + optimizer slots "
           "(slim_program_get_stats); peak RSS = the process's VmHWM over the mode (slim: reset "

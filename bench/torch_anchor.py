@@ -9,7 +9,7 @@ one JSON line per model on stdout; nothing is written next to it.
 
     /usr/bin/python3 bench/torch_anchor.py [--anchors DIR] [--threads N]
                                            [--budget-scale X] [--min-iters N]
-                                           [--batch N] MODEL...
+                                           [--batch N] [--scaling] MODEL...
 
 MODEL is one of the anchor's names (lenet, cifarnet, vgg16, resnet50,
 mobilenet_v2, inception_v3, ...) or one of slim's zoo names, which run the
@@ -34,8 +34,12 @@ built) is that model's alone.
 
 --budget-scale multiplies the anchor's timing budgets (warm-up 3 s + 40 s for
 training, 2 s + 20 s for inference); --min-iters the timed iterations at least
-(the anchor's 5). Exit status 77 when torch is not importable or the anchor
-is missing.
+(the anchor's 5). --scaling (with --threads N > 1) times every iteration
+twice, on 1 thread and on N, the order alternating (torch.set_num_threads
+between them), and adds train_scaling / infer_scaling: the median of the
+per-pair ratios (1-thread time / N-thread time), the pairs and the 1-thread
+median; the other figures are the N-thread ones. Exit status 77 when torch is
+not importable or the anchor is missing.
 """
 import argparse
 import contextlib
@@ -44,8 +48,10 @@ import io
 import json
 import os
 import resource
+import statistics
 import subprocess
 import sys
+import time
 
 # zoo name -> (anchor name or our own, input (C, H, W), batch, classes)
 ZOO = {
@@ -199,7 +205,38 @@ def run_one(a, name):
         return loop(step, warm_s * a.budget_scale, budget_s * a.budget_scale,
                     a.min_iters or min_iters, max_iters)
 
-    tb.timed_loop = scaled
+    scaling = []
+
+    def interleaved(step, warm_s, budget_s, min_iters=5, max_iters=200):
+        """--scaling: pairs of iterations on 1 thread and on a.threads, order alternating."""
+        torch = tb.torch
+        budget_s *= a.budget_scale
+        min_iters = a.min_iters or min_iters
+        for n in (1, a.threads):
+            torch.set_num_threads(n)
+            step()
+            step()
+        times, t1s, ratios = [], [], []
+        snap0 = tb.cpu_snapshot()
+        t0 = time.perf_counter()
+        while len(times) < min_iters or (time.perf_counter() - t0 < budget_s
+                                         and len(times) < max_iters):
+            d = {}
+            for n in ((1, a.threads) if len(times) % 2 == 0 else (a.threads, 1)):
+                torch.set_num_threads(n)
+                t = time.perf_counter()
+                step()
+                d[n] = time.perf_counter() - t
+            times.append(d[a.threads])
+            t1s.append(d[1])
+            ratios.append(d[1] / d[a.threads])
+        torch.set_num_threads(a.threads)
+        other = tb.other_cpu_frac(snap0, tb.cpu_snapshot(), time.perf_counter() - t0)
+        scaling.append({"speedup": statistics.median(ratios), "pairs": len(ratios),
+                        "ms_median_1thread": 1e3 * statistics.median(t1s)})
+        return times, 4, other
+
+    tb.timed_loop = interleaved if a.scaling else scaled
     base = rss_now()
     out = io.StringIO()
     with contextlib.redirect_stdout(out):  # the anchor prints its JSON line itself
@@ -207,6 +244,8 @@ def run_one(a, name):
     r["peak_rss_bytes"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     r["base_rss_bytes"] = base
     r["min_iters"] = a.min_iters or 5
+    for key, sc in zip(("train_scaling", "infer_scaling"), scaling):
+        r[key] = sc
     print(json.dumps(r), flush=True)
     if r.get("threads") != a.threads:
         print("torch_anchor: asked for %d threads, torch runs %s" % (a.threads, r.get("threads")),
@@ -221,6 +260,8 @@ def main():
     ap.add_argument("--budget-scale", type=float, default=1.0)
     ap.add_argument("--min-iters", type=int, default=0)
     ap.add_argument("--batch", type=int, default=0, help="override the model's batch")
+    ap.add_argument("--scaling", action="store_true",
+                    help="also time 1 thread, alternating iterations with --threads")
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("models", nargs="+")
     a = ap.parse_args()
@@ -234,6 +275,9 @@ def main():
         print("torch_anchor: %s cannot import torch (apt-get install python3-torch "
               "python3-torchvision; use /usr/bin/python3)" % sys.executable, file=sys.stderr)
         sys.exit(77)
+    if a.scaling and a.threads < 2:
+        print("torch_anchor: --scaling compares --threads N (2 or more) with 1", file=sys.stderr)
+        sys.exit(2)
     if a.child:
         run_one(a, a.models[0])
         return
@@ -242,6 +286,8 @@ def main():
         cmd = [sys.executable, os.path.abspath(__file__), "--child", "--anchors", a.anchors,
                "--threads", str(a.threads), "--budget-scale", str(a.budget_scale),
                "--min-iters", str(a.min_iters), "--batch", str(a.batch), m]
+        if a.scaling:
+            cmd.insert(-1, "--scaling")
         p = subprocess.run(cmd, stdout=subprocess.PIPE, text=True)
         sys.stdout.write(p.stdout)
         sys.stdout.flush()

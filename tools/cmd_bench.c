@@ -40,6 +40,7 @@ typedef struct bench_cli {
     double budget, peak, weight_decay, learning_rate;
     bool per_op;
     bool no_fusion;
+    bool scaling;
     uint64_t seed;
     const char *const *plugins;
     int n_plugins;
@@ -61,6 +62,8 @@ static const flag_def bench_flags[] = {
     {"per_op", FLAG_BOOL, B(per_op), 0, "also every node's time, slowest first"},
     {"no_fusion", FLAG_BOOL, B(no_fusion), 0,
      "inference: keep batch_norm and relu nodes apart from the conv2d before them"},
+    {"scaling", FLAG_BOOL, B(scaling), 0,
+     "also time a 1-thread copy, alternating iterations: the speed-up over 1 thread"},
     {"json", FLAG_STR, B(json), 0, "write the results as JSON to this file"},
     {"optimizer", FLAG_STR, B(optimizer), 0,
      "update op of the training step: momentum (0.9), sgd, adam, rmsprop, ... (momentum)"},
@@ -76,7 +79,7 @@ static const flag_def bench_flags[] = {
 static const char bench_usage[] =
     "usage: slimrun bench (--model_name=NAME | --model=FILE.yaml) [--batch_size=N]\n"
     "                     [--num_threads=N] [--mode=train|inference|both] [--per_op]\n"
-    "                     [--json=FILE] [flags]\n\n"
+    "                     [--scaling] [--json=FILE] [flags]\n\n"
     "Times a model's training step and inference on random input: ms per iteration\n"
     "(median after warm-up), images/s, GFLOP/s and % of the fp32 peak, where the time\n"
     "goes per op, the planned memory and the process's peak resident memory.";
@@ -207,6 +210,7 @@ typedef struct node_row {
     const char *name, *op;
     int phase;
     double ms, flop; /* per iteration; flop 0 = unknown */
+    double ms1;      /* --scaling: the 1-thread program's ms per iteration (0: none) */
 } node_row;
 
 typedef struct mode_result {
@@ -214,6 +218,8 @@ typedef struct mode_result {
     bool train;
     int iters, warmup;
     double ms_median, ms_min, ms_max, img_s, gflop_iter, gflops, other;
+    int pairs;               /* --scaling: alternating pairs timed (0: none) */
+    double ms_median1, speedup; /* the 1-thread program's median; median of per-pair ratios */
     double phase_ms[4];
     slim_program_stats plan, compiled;
     size_t base_rss, peak_rss;
@@ -252,7 +258,7 @@ static int64_t layer_madds(const slim_model *m, const char *node)
 
 /* Mean per-node times over the timed runs -> rows per node and per op kind. */
 static int collect_nodes(mode_result *r, const slim_model *m, const slim_node_time *t, int n,
-                         const double *acc, int runs, int batch)
+                         const double *acc, const double *acc1, int runs, int batch)
 {
     size_t pool = 1;
     for (int k = 0; k < n; k++)
@@ -272,6 +278,7 @@ static int collect_nodes(mode_result *r, const slim_model *m, const slim_node_ti
         sp += strlen(op) + 1;
         o->phase = t[k].phase >= 0 && t[k].phase < 4 ? t[k].phase : 0;
         o->ms = 1e3 * acc[k] / runs;
+        o->ms1 = acc1 ? 1e3 * acc1[k] / runs : 0;
         r->phase_ms[o->phase] += o->ms;
         /* forward: 2 FLOPs per multiply-add; backward: data and filter gradients */
         int64_t madds = o->phase <= 1 ? layer_madds(m, o->name) : 0;
@@ -280,8 +287,9 @@ static int collect_nodes(mode_result *r, const slim_model *m, const slim_node_ti
         while (j < r->n_kinds && (strcmp(r->kinds[j].op, o->op) || r->kinds[j].phase != o->phase))
             j++;
         if (j == r->n_kinds)
-            r->kinds[r->n_kinds++] = (node_row){o->op, o->op, o->phase, 0, 0};
+            r->kinds[r->n_kinds++] = (node_row){o->op, o->op, o->phase, 0, 0, 0};
         r->kinds[j].ms += o->ms;
+        r->kinds[j].ms1 += o->ms1;
         r->kinds[j].flop += o->flop;
     }
     qsort(r->nodes, (size_t)r->n_nodes, sizeof *r->nodes, by_ms_desc);
@@ -314,6 +322,94 @@ static bool same_plan(const slim_program_stats *a, const slim_program_stats *b)
            a->n_update == b->n_update;
 }
 
+/* A model loaded, planned, compiled and fed, with what owns it. */
+typedef struct bench_prog {
+    slim_registry *reg;
+    slim_model *m;
+    slim_program *p;
+    slim_attrs *oa;
+} bench_prog;
+
+static void prog_close(bench_prog *b)
+{
+    slim_attrs_free(b->oa);
+    slim_program_free(b->p);
+    slim_model_free(b->m);
+    slim_registry_free(b->reg);
+    memset(b, 0, sizeof *b);
+}
+
+/* Open c's model for training or inference on nth threads; the planner's and
+ * the compiled program's memory into plan and compiled. 0 or 1 (err set). */
+static int prog_open(const bench_cli *c, const char *path, bool train, int nth, bench_prog *b,
+                     slim_program_stats *plan, slim_program_stats *compiled, slim_error *err)
+{
+    memset(b, 0, sizeof *b);
+    if (slim_registry_new(&b->reg, err) != SLIM_OK)
+        return 1;
+    slim_model_opts mo = {.batch_size = c->batch_size,
+                          .num_classes = c->num_classes,
+                          .image_size = c->image_size,
+                          .training = train,
+                          .weight_decay = (float)c->weight_decay,
+                          .plugins = c->plugins,
+                          .n_plugins = c->n_plugins};
+    if (slim_model_load(b->reg, path, &mo, &b->m, err) != SLIM_OK)
+        return 1;
+    slim_graph *g = slim_model_graph(b->m);
+    char opname[64];
+    snprintf(opname, sizeof opname, "%s_update", c->optimizer);
+    b->oa = slim_attrs_new();
+    if (!b->oa) {
+        snprintf(err->msg, sizeof err->msg, "out of memory");
+        return 1;
+    }
+    if (!strcmp(c->optimizer, "momentum"))
+        slim_attrs_set_float(b->oa, "momentum", 0.9);
+    slim_compile_opts co = {.training = train,
+                            .num_threads = nth,
+                            .optimizer = train ? opname : NULL,
+                            .optimizer_attrs = train ? b->oa : NULL,
+                            .no_fusion = c->no_fusion};
+    if (slim_graph_plan(g, &co, plan, err) != SLIM_OK ||
+        slim_graph_init_params(g, c->seed, err) != SLIM_OK ||
+        slim_graph_compile(g, &co, &b->p, err) != SLIM_OK)
+        return 1;
+    slim_program_get_stats(b->p, compiled);
+    return feed(b->p, slim_model_get_info(b->m)->num_classes, c->seed, err);
+}
+
+/* One iteration of b: its seconds, or < 0 (err set); with acc, each of its
+ * n nodes' seconds added to acc[node]. */
+static double prog_step(const bench_cli *c, bench_prog *b, int64_t step, double *acc, int n,
+                        slim_error *err)
+{
+    slim_run_opts ro = {.learning_rate = (float)c->learning_rate, .step = step, .seed = 1};
+    double s = bench_now();
+    if (slim_program_run(b->p, &ro, err) != SLIM_OK)
+        return -1;
+    double t = bench_now() - s;
+    const slim_node_time *nt;
+    if (acc && slim_program_times(b->p, &nt) == n)
+        for (int k = 0; k < n; k++)
+            acc[k] += nt[k].seconds;
+    return t;
+}
+
+/* Whether two programs of one model list the same nodes in the same order. */
+static bool same_nodes(slim_program *a, slim_program *b)
+{
+    const slim_node_time *ta, *tb;
+    int n = slim_program_times(a, &ta);
+    if (slim_program_times(b, &tb) != n)
+        return false;
+    for (int k = 0; k < n; k++)
+        if (ta[k].phase != tb[k].phase || !ta[k].name != !tb[k].name ||
+            (ta[k].name && strcmp(ta[k].name, tb[k].name)))
+            return false;
+    return true;
+}
+
 /* Load, plan, compile, feed and time one mode. Returns 0 or 1 (message printed). */
 static int run_mode(const bench_cli *c, const char *path, bool train, mode_result *r,
                     slim_model_info *info)
@@ -324,85 +420,77 @@ static int run_mode(const bench_cli *c, const char *path, bool train, mode_resul
     r->base_rss = proc_status_bytes("VmRSS:");
     const char *what = train ? "training" : "inference";
     slim_error err = {0};
-    slim_registry *reg = NULL;
-    slim_model *m = NULL;
-    slim_program *p = NULL;
-    slim_attrs *oa = NULL;
-    double *acc = NULL, *times = NULL;
+    bench_prog main_p = {0}, one = {0};
+    double *acc = NULL, *acc1 = NULL, *times = NULL, *times1 = NULL, *ratio = NULL;
     int rc = 1;
-    if (slim_registry_new(&reg, &err) != SLIM_OK)
+    if (prog_open(c, path, train, c->num_threads, &main_p, &r->plan, &r->compiled, &err))
         goto fail;
-    slim_model_opts mo = {.batch_size = c->batch_size,
-                          .num_classes = c->num_classes,
-                          .image_size = c->image_size,
-                          .training = train,
-                          .weight_decay = (float)c->weight_decay,
-                          .plugins = c->plugins,
-                          .n_plugins = c->n_plugins};
-    if (slim_model_load(reg, path, &mo, &m, &err) != SLIM_OK)
-        goto fail;
-    *info = *slim_model_get_info(m);
+    *info = *slim_model_get_info(main_p.m);
     snprintf(r->model_name, sizeof r->model_name, "%s", info->name ? info->name : "");
     snprintf(r->model_path, sizeof r->model_path, "%s", info->path ? info->path : "");
     info->name = r->model_name; /* the model's own strings go with slim_model_free */
     info->path = r->model_path;
-    slim_graph *g = slim_model_graph(m);
-    char opname[64];
-    snprintf(opname, sizeof opname, "%s_update", c->optimizer);
-    oa = slim_attrs_new();
-    if (!oa) {
-        snprintf(err.msg, sizeof err.msg, "out of memory");
-        goto fail;
-    }
-    if (!strcmp(c->optimizer, "momentum"))
-        slim_attrs_set_float(oa, "momentum", 0.9);
-    slim_compile_opts co = {.training = train,
-                            .num_threads = c->num_threads,
-                            .optimizer = train ? opname : NULL,
-                            .optimizer_attrs = train ? oa : NULL,
-                            .no_fusion = c->no_fusion};
-    if (slim_graph_plan(g, &co, &r->plan, &err) != SLIM_OK ||
-        slim_graph_init_params(g, c->seed, &err) != SLIM_OK ||
-        slim_graph_compile(g, &co, &p, &err) != SLIM_OK)
-        goto fail;
-    slim_program_get_stats(p, &r->compiled);
     if (!same_plan(&r->plan, &r->compiled))
         fprintf(stderr,
                 "slimrun bench: warning: %s: slim_graph_plan (%zu-byte arena) and the "
                 "compiled program (%zu) differ\n",
                 what, r->plan.arena_bytes, r->compiled.arena_bytes);
-    if (feed(p, info->num_classes, c->seed, &err))
-        goto fail;
-    slim_program_set_profiling(p, true);
+    slim_program_set_profiling(main_p.p, true);
     const slim_node_time *nt;
-    int n = slim_program_times(p, &nt);
+    int n = slim_program_times(main_p.p, &nt);
     int cap = c->iterations > 1000 ? c->iterations : 1000;
     acc = calloc((size_t)n + 1, sizeof *acc);
+    acc1 = calloc((size_t)n + 1, sizeof *acc1);
     times = malloc((size_t)cap * sizeof *times);
-    if (!acc || !times) {
+    times1 = malloc((size_t)cap * sizeof *times1);
+    ratio = malloc((size_t)cap * sizeof *ratio);
+    if (!acc || !acc1 || !times || !times1 || !ratio) {
         snprintf(err.msg, sizeof err.msg, "out of memory");
         goto fail;
     }
     int64_t step = 0;
-    for (int i = 0; i < c->warmup; i++) {
-        slim_run_opts ro = {.learning_rate = (float)c->learning_rate, .step = step++, .seed = 1};
-        if (slim_program_run(p, &ro, &err) != SLIM_OK)
+    for (int i = 0; i < c->warmup; i++)
+        if (prog_step(c, &main_p, step++, NULL, 0, &err) < 0)
             goto fail;
+    if (c->scaling) {
+        /* The resident peak is the measured program's alone: taken before the
+         * 1-thread copy exists (the warm-up has touched all of its memory). */
+        r->peak_rss = peak_rss();
+        slim_program_stats plan1, compiled1;
+        if (prog_open(c, path, train, 1, &one, &plan1, &compiled1, &err))
+            goto fail;
+        slim_program_set_profiling(one.p, true);
+        for (int i = 0; i < c->warmup; i++)
+            if (prog_step(c, &one, i, NULL, 0, &err) < 0)
+                goto fail;
+        if (!same_nodes(main_p.p, one.p)) { /* no per-op speed-ups then */
+            free(acc1);
+            acc1 = NULL;
+        }
     }
     bench_cpu c0 = bench_cpu_snapshot();
     double t0 = bench_now();
     while (r->iters < cap && (r->iters < c->iterations || bench_now() - t0 < c->budget)) {
-        slim_run_opts ro = {.learning_rate = (float)c->learning_rate, .step = step++, .seed = 1};
-        double s = bench_now();
-        if (slim_program_run(p, &ro, &err) != SLIM_OK)
+        /* --scaling: pairs of one iteration each, the order alternating so
+         * neither program always runs right after the other */
+        bool one_first = c->scaling && r->iters % 2;
+        double t1 = 0;
+        if (one_first && (t1 = prog_step(c, &one, step, acc1, n, &err)) < 0)
             goto fail;
-        times[r->iters++] = bench_now() - s;
-        n = slim_program_times(p, &nt);
-        for (int k = 0; k < n; k++)
-            acc[k] += nt[k].seconds;
+        double t = prog_step(c, &main_p, step, acc, n, &err);
+        if (t < 0)
+            goto fail;
+        if (c->scaling && !one_first && (t1 = prog_step(c, &one, step, acc1, n, &err)) < 0)
+            goto fail;
+        step++;
+        times1[r->iters] = t1;
+        ratio[r->iters] = t > 0 ? t1 / t : 0;
+        times[r->iters++] = t;
     }
+    n = slim_program_times(main_p.p, &nt);
     r->other = bench_other_cores(c0, bench_cpu_snapshot());
-    r->peak_rss = peak_rss();
+    if (!c->scaling)
+        r->peak_rss = peak_rss();
     r->warmup = c->warmup;
     r->ms_min = r->ms_max = 1e3 * times[0];
     for (int i = 0; i < r->iters; i++) {
@@ -410,10 +498,16 @@ static int run_mode(const bench_cli *c, const char *path, bool train, mode_resul
         r->ms_max = 1e3 * times[i] > r->ms_max ? 1e3 * times[i] : r->ms_max;
     }
     r->ms_median = 1e3 * bench_median(times, r->iters);
+    if (c->scaling) {
+        r->pairs = r->iters;
+        r->ms_median1 = 1e3 * bench_median(times1, r->iters);
+        r->speedup = bench_median(ratio, r->iters);
+    }
     r->img_s = c->batch_size / (r->ms_median * 1e-3);
     r->gflop_iter = 2.0 * (double)info->madds * c->batch_size * (train ? 3 : 1) * 1e-9;
     r->gflops = r->gflop_iter / (r->ms_median * 1e-3);
-    if (collect_nodes(r, m, nt, n, acc, r->iters, c->batch_size)) {
+    if (collect_nodes(r, main_p.m, nt, n, acc, c->scaling ? acc1 : NULL, r->iters,
+                      c->batch_size)) {
         snprintf(err.msg, sizeof err.msg, "out of memory");
         goto fail;
     }
@@ -422,11 +516,12 @@ fail:
     if (rc)
         fprintf(stderr, "slimrun bench: %s: %s\n", what, err.msg[0] ? err.msg : "failed");
     free(acc);
+    free(acc1);
     free(times);
-    slim_attrs_free(oa);
-    slim_program_free(p);
-    slim_model_free(m);
-    slim_registry_free(reg);
+    free(times1);
+    free(ratio);
+    prog_close(&one);
+    prog_close(&main_p);
     return rc;
 }
 
@@ -451,10 +546,12 @@ static size_t planned_total(const slim_program_stats *s)
     return s->arena_bytes + s->param_bytes + s->slot_bytes;
 }
 
-static void print_rows(const node_row *rows, int n, int max, double total, double peak, bool node)
+static void print_rows(const node_row *rows, int n, int max, double total, double peak, bool node,
+                       bool scaling)
 {
-    printf("  %-*s %-9s %10s %6s %9s%s\n", node ? 52 : 28, node ? "node (slowest first)" : "op",
-           "phase", "ms/iter", "%", "GFLOP/s", peak > 0 ? "  % of peak" : "");
+    printf("  %-*s %-9s %10s %6s %9s%s%s\n", node ? 52 : 28, node ? "node (slowest first)" : "op",
+           "phase", "ms/iter", "%", "GFLOP/s", peak > 0 ? "  % of peak" : "",
+           scaling ? "  1 thread ms  speed-up" : "");
     for (int i = 0; i < n && i < max; i++) {
         const node_row *o = &rows[i];
         char label[160], gf[32] = "", pp[32] = "";
@@ -468,8 +565,12 @@ static void print_rows(const node_row *rows, int n, int max, double total, doubl
             if (peak > 0)
                 snprintf(pp, sizeof pp, "  %8.0f%%", 100 * g / peak);
         }
-        printf("  %-*.*s %-9s %10.3f %5.1f%% %9s%s\n", node ? 52 : 28, node ? 52 : 28, label,
+        printf("  %-*.*s %-9s %10.3f %5.1f%% %9s%s", node ? 52 : 28, node ? 52 : 28, label,
                PHASE[o->phase], o->ms, total > 0 ? 100 * o->ms / total : 0, gf, pp);
+        if (scaling)
+            printf("%*s%12.3f %8.2fx", peak > 0 && !pp[0] ? 11 : 0, "", o->ms1,
+                   o->ms > 0 ? o->ms1 / o->ms : 0);
+        printf("\n");
     }
     if (n > max)
         printf("  (%d more)\n", n - max);
@@ -497,12 +598,17 @@ static void print_mode(const bench_cli *c, const mode_result *r, double peak)
     printf("  peak resident memory: %s (%s before the model); planned / peak = %.2f\n",
            human(b1, sizeof b1, (double)r->peak_rss), human(b2, sizeof b2, (double)r->base_rss),
            r->peak_rss ? (double)planned_total(s) / (double)r->peak_rss : 0);
+    if (r->pairs)
+        printf("  thread scaling: %.2fx over 1 thread (median of %d alternating pairs; 1 thread "
+               "%.2f ms/iter, %d threads %.2f)\n",
+               r->speedup, r->pairs, r->ms_median1, c->num_threads, r->ms_median);
     printf("  other processes used %.2f cores while timing\n\n", r->other);
     double total = r->phase_ms[0] + r->phase_ms[1] + r->phase_ms[2] + r->phase_ms[3];
-    print_rows(r->kinds, r->n_kinds, 40, total, peak, false);
+    bool sc = r->pairs > 0 && r->n_kinds > 0 && r->kinds[0].ms1 > 0;
+    print_rows(r->kinds, r->n_kinds, 40, total, peak, false, sc);
     if (c->per_op) {
         printf("\n");
-        print_rows(r->nodes, r->n_nodes, r->n_nodes, total, peak, true);
+        print_rows(r->nodes, r->n_nodes, r->n_nodes, total, peak, true, sc);
     }
 }
 
@@ -533,8 +639,11 @@ static void json_rows(FILE *f, const char *key, const node_row *rows, int n, boo
         }
         fprintf(f, "\"op\": ");
         json_str(f, o->op);
-        fprintf(f, ", \"phase\": \"%s\", \"ms\": %.4f, \"gflops\": %.2f}", PHASE[o->phase], o->ms,
+        fprintf(f, ", \"phase\": \"%s\", \"ms\": %.4f, \"gflops\": %.2f", PHASE[o->phase], o->ms,
                 o->flop > 0 && o->ms > 0 ? o->flop / (o->ms * 1e-3) * 1e-9 : 0.0);
+        if (o->ms1 > 0)
+            fprintf(f, ", \"ms_1thread\": %.4f", o->ms1);
+        fprintf(f, "}");
     }
     fprintf(f, "\n    ]");
 }
@@ -557,6 +666,9 @@ static void json_mode(FILE *f, const bench_cli *c, const mode_result *r, double 
             s->param_bytes, s->slot_bytes, planned_total(s), r->plan.arena_bytes,
             same_plan(&r->plan, s) ? "true" : "false", r->peak_rss, r->base_rss,
             r->rss_reset ? "true" : "false", s->n_forward, s->n_backward, s->n_update);
+    if (r->pairs)
+        fprintf(f, ",\n    \"scaling\": {\"speedup\": %.4f, \"pairs\": %d, \"ms_median_1thread\": %.3f}",
+                r->speedup, r->pairs, r->ms_median1);
     json_rows(f, "ops", r->kinds, r->n_kinds, false);
     if (c->per_op)
         json_rows(f, "nodes", r->nodes, r->n_nodes, true);
@@ -628,6 +740,8 @@ static int run_bench(int argc, char **argv)
         bad = "--batch_size must be at least 1";
     else if (c.num_threads < 1 || c.num_threads > 256)
         bad = "--num_threads must be in [1, 256]";
+    else if (c.scaling && c.num_threads < 2)
+        bad = "--scaling compares --num_threads with 1 thread: give --num_threads=2 or more";
     else if (strcmp(c.mode, "train") && strcmp(c.mode, "inference") && strcmp(c.mode, "both"))
         snprintf(msg, sizeof msg, "--mode=%s: expected train, inference or both", c.mode),
             bad = msg;

@@ -86,6 +86,24 @@ check "--mode=train --optimizer=sgd: no inference section, no slots" sh -c "
     [ $rc = 0 ] && grep -q '\"train\": {' '$T/t.json' && ! grep -q '\"inference\"' '$T/t.json' &&
     [ '$(jv "$T/t.json" train slot_bytes)' = 0 ] && ! grep -q 'inference (' '$T/t.txt'"
 
+# --scaling: a 1-thread copy beside the 2-thread program, iterations in pairs
+"$SLIMRUN" bench --model_name=lenet --batch_size=8 --num_threads=2 --scaling --iterations=4 \
+    --warmup=1 --budget=0 --peak=-1 --per_op --json="$T/s.json" > "$T/s.txt" 2>&1
+rc=$?
+check "--scaling: exit 0, a speed-up line per mode" sh -c "
+    [ $rc = 0 ] && [ \$(grep -c '^  thread scaling: [0-9.]*x over 1 thread (median of 4 alternating pairs; 1 thread [0-9.]* ms/iter, 2 threads [0-9.]*)' '$T/s.txt') = 2 ]"
+for mode in train inference; do
+    check "--scaling $mode: 4 pairs, the ratio and the 1-thread median > 0" sh -c "
+        grep -A30 '\"$mode\": {' '$T/s.json' |
+            grep -q '\"scaling\": {\"speedup\": [0-9]*\\.[0-9]*, \"pairs\": 4, \"ms_median_1thread\": [1-9]'"
+done
+check "--scaling: per-op rows carry the 1-thread time and the speed-up" sh -c "
+    grep -q '^  LeNet/conv2 (conv2d) *backward .*[0-9]x\$' '$T/s.txt' &&
+    grep -q '\"name\": \"LeNet/conv2\", \"op\": \"conv2d\", \"phase\": \"backward\", \"ms\": [0-9.]*, \"gflops\": [0-9.]*, \"ms_1thread\": [0-9]' '$T/s.json'"
+# the resident peak is the 2-thread program's alone (taken before the copy exists)
+check "--scaling: the resident peak is one program's, as without it" holds "a < b + 16 * 1048576" \
+    "$(jv "$T/s.json" train peak_rss_bytes)" "$(jv "$J" train peak_rss_bytes)"
+
 # usage errors: exit 2 (1 for a model that cannot be found), a message
 err() { # err "description" expected-rc pattern args...
     d=$1 want=$2 pat=$3
@@ -104,6 +122,8 @@ err "a bad --batch_size" 2 "batch_size must be at least 1" --model_name=lenet --
 err "an unknown optimizer" 2 "optimizer=adamw: no update op 'adamw_update'" \
     --model_name=lenet --optimizer=adamw
 err "a stray argument" 2 "unexpected argument 'lenet'" lenet
+err "--scaling on 1 thread" 2 "scaling compares --num_threads with 1 thread" \
+    --model_name=lenet --scaling
 "$SLIMRUN" bench --help > "$T/h.txt" 2>&1
 check "--help lists the flags" sh -c "[ $? = 0 ] && grep -q -- '--per_op' '$T/h.txt'"
 
