@@ -451,27 +451,6 @@ static void conv_rows_direct(const conv_geom *q, const float *in, const float *p
     }
 }
 
-/* Prefetch part `part` of `parts` of the cache lines of rows x len floats at
- * p (ld ld): for reading (A) or for writing (C). */
-static inline void prefetch_part(const float *p, int64_t ld, int64_t rows, int64_t len, bool write,
-                                 int64_t part, int64_t parts)
-{
-    const int64_t lpr = (len + 15) / 16, lines = rows * lpr;
-    const int64_t j0 = lines * part / parts, j1 = lines * (part + 1) / parts;
-    int64_t r = j0 / lpr, l = j0 % lpr; /* divisions once, not per line */
-    for (int64_t j = j0; j < j1; j++) {
-        const float *a = p + r * ld + l * 16;
-        if (write)
-            __builtin_prefetch(a, 1, 3);
-        else
-            __builtin_prefetch(a, 0, 3);
-        if (++l == lpr) {
-            l = 0;
-            r++;
-        }
-    }
-}
-
 /* C (bn rows, ld ldo) (+)= the bn rows of A from row i0 (ld lda, depth
  * [k0, k1)) times the packed panel bp of nr columns: one MR2-row narrow
  * block, or MR-row blocks. */
@@ -497,13 +476,12 @@ static inline void block_panel(const float *A, int64_t lda, int64_t i0, int64_t 
 /* Tiles [t0, t1) of the forward product through im2col (or x itself for 1x1):
  * depth in chunks of at most KCHUNK; within a chunk, blocks of MR2 rows, each
  * through every panel of the filter while its rows of A stay in L1, so C is
- * written a whole row at a time. While a block runs, the next block's rows of
- * A and of C are prefetched, a share per panel: with a shallow depth (1x1
- * layers of 32-128 channels) the micro-kernel otherwise waits on C's lines
- * and A's next rows. The post step runs on each block once its last chunk
- * is done, while it is in L1 (before: a panel's column strip of the whole
- * tile, from L2). MobileNet v1 inference's 1x1 layers on 1 thread: 11% less
- * time; bare 1x1 products (conv_bench, no post step) change within noise. */
+ * written a whole row at a time. The post step runs on each block once its
+ * last chunk is done, while it is in L1 (before: a panel's column strip of
+ * the whole tile, from L2). MobileNet v1 inference's 1x1 layers on 1 thread:
+ * 11% less time; bare 1x1 products (conv_bench, no post step) change within
+ * noise. Software prefetch of the next block's A and C lines measured no
+ * better (pointwise sum 136.8 vs 138.5 ms, 4 alternating runs). */
 static void conv_rows(const conv_geom *q, const float *in, const float *packed, const float *bias,
                       const conv_post *post, float *out, float *col, int64_t t0, int64_t t1)
 {
@@ -531,18 +509,13 @@ static void conv_rows(const conv_geom *q, const float *in, const float *packed, 
             for (int64_t ob0 = 0; ob0 < nb; ob0 += gp) {
                 const int64_t ob1 = min64(nb, ob0 + gp);
                 for (int64_t i0 = 0; i0 < rn; i0 += MR2) {
-                    const int64_t bn = min64(MR2, rn - i0), nn = min64(MR2, rn - i0 - bn);
+                    const int64_t bn = min64(MR2, rn - i0);
                     for (int64_t ob = ob0; ob < ob1; ob++) {
                         const float *bp = packed + ((g * nb + ob) * q->K + k0) * NR;
                         const float *bias_ob = bias && k0 == 0 ? bias + g * q->Og + ob * NR : NULL;
                         const int nr = (int)min64(NR, q->Og - ob * NR);
-                        float *cb = C + i0 * ldo + ob * NR;
-                        if (nn > 0) {
-                            prefetch_part(A + (i0 + bn) * lda + k0, lda, nn, k1 - k0, false,
-                                          ob - ob0, ob1 - ob0);
-                            prefetch_part(cb + bn * ldo, ldo, nn, nr, true, 0, 1);
-                        }
-                        block_panel(A, lda, i0, bn, k0, k1, bp, nr, bias_ob, cb, ldo);
+                        block_panel(A, lda, i0, bn, k0, k1, bp, nr, bias_ob,
+                                    C + i0 * ldo + ob * NR, ldo);
                     }
                     if (finish && ki == nk - 1 && ob1 == nb)
                         slim__conv_post_rows(post, C + i0 * ldo, ldo, bn, g * q->Og, q->Og);
