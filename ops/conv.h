@@ -90,6 +90,8 @@ void slim__conv_post_rows(const conv_post *post, float *y, int64_t ld, int64_t r
 /* conv_rows_direct: filter rows of at least this many floats, at most this many rows. */
 #define DIRECT_MIN_RUN 96
 #define DIRECT_MAX_KH 16
+/* conv_rows_seg / dw_seg: filter rows of at most this many floats (KW*C). */
+#define SEG_MAX_RUN 24
 
 /* Winograd (ops/conv_wino.c): blocks of tiles whose V and M planes of one
  * point take about this many floats (256 KB), at most WINO_MAX_TB tiles; used

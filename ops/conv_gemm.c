@@ -54,6 +54,34 @@ static bool direct_rows(const conv_geom *q)
            q->KH <= DIRECT_MAX_KH;
 }
 
+/* Whether q's products read the receptive fields from a zero-padded copy of
+ * the image rows a tile needs (conv_rows_seg, dw_seg) instead of an im2col
+ * tile: a filter row is one short run of x (KW*C of at most SEG_MAX_RUN
+ * floats: LeNet's 5x5 over 1 channel, MobileNet's 3x3/2 over 3), and copying
+ * runs that short into im2col tiles cost more than the products (LeNet
+ * conv1: 67% of its forward, 62% of its filter gradient). */
+static bool seg_rows(const conv_geom *q)
+{
+    return !q->pointwise && q->G == 1 && q->DW == 1 && q->KW * q->C <= SEG_MAX_RUN &&
+           q->Og > NARROW_NR;
+}
+
+/* Columns of the padded image: every column a window of q reads. */
+static int64_t seg_wp(const conv_geom *q)
+{
+    return (q->OW - 1) * q->SW + q->KW;
+}
+
+/* Floats of the padded bands of one tile: its T output rows span at most
+ * T/OW + 2 rows of output and T/(OH*OW) + 2 images, each image's band
+ * (KH-1)*DH + 1 rows more than SH per output row. */
+static size_t seg_band_floats(const conv_geom *q)
+{
+    int64_t out_rows = q->T / q->OW + 2, images = q->T / (q->OH * q->OW) + 2;
+    int64_t rows = out_rows * q->SH + images * ((q->KH - 1) * q->DH + 1);
+    return round16((size_t)(rows * seg_wp(q) * q->C));
+}
+
 /* Floats of one worker's im2col tile for conv_rows over q: T rows of K, or
  * for the direct path its (1 + MR2*KH) runs of KW*C (zeros and the border
  * copies of a row block), which is more when the tile is only MR rows (tiny
@@ -61,6 +89,8 @@ static bool direct_rows(const conv_geom *q)
 static size_t rows_tile_floats(const conv_geom *q)
 {
     size_t tile = round16((size_t)(q->T * q->K));
+    if (seg_rows(q) && seg_band_floats(q) > tile)
+        tile = seg_band_floats(q);
     if (direct_rows(q)) {
         size_t runs = (size_t)(1 + MR2 * q->KH) * round16((size_t)(q->KW * q->C));
         if (runs > tile)
@@ -116,6 +146,8 @@ static bwd_slice bwd_layout(const conv_params *p, int64_t nw)
     const conv_geom *f = &p->f, *t = &p->t;
     bool scatter = p->kind == CONV_GEMM && !p->dx_gather;
     size_t col = p->kind == CONV_GEMM ? round16((size_t)(f->T * f->K)) : 0;
+    if (p->kind == CONV_GEMM && seg_rows(f) && seg_band_floats(f) > col)
+        col = seg_band_floats(f);
     if (p->dx_gather && !t->pointwise && rows_tile_floats(t) > col)
         col = rows_tile_floats(t); /* dx and dW phases take turns */
     if (t->TB && slim__wino_ws_floats(t) > col)
@@ -370,6 +402,125 @@ static void col2im_add(const conv_geom *q, const float *dcol, int64_t r0, int64_
  * done (the residual's rows then stream in order: ResNet-50's fused conv3 +
  * add steps took 106-110 ms instead of 129-150 on 2 threads). */
 
+/* ---- short filter rows: a padded band of the image, read in place ----------- */
+
+/* Output rows [.., r1) of one image within a tile, and where its padded band
+ * lies: padded row hp0 (input row hp0 - PT) first. */
+typedef struct seg_piece {
+    int64_t r1, hp0;
+    const float *band;
+} seg_piece;
+
+/* Padded rows [hp0, hp1) of image x_n into dst (seg_wp(q) columns each,
+ * zero outside the image); returns the end. */
+static float *seg_pad(const conv_geom *q, const float *x_n, int64_t hp0, int64_t hp1, float *dst)
+{
+    const int64_t Wp = seg_wp(q), C = q->C;
+    const int64_t w0 = min64(Wp, q->PL), w1 = max64(w0, min64(Wp, q->W + q->PL));
+    for (int64_t hp = hp0; hp < hp1; hp++, dst += Wp * C) {
+        int64_t ih = hp - q->PT;
+        if (ih < 0 || ih >= q->H) {
+            zero_run(dst, Wp * C);
+            continue;
+        }
+        zero_run(dst, w0 * C);
+        copy_run(dst + w0 * C, x_n + (ih * q->W + w0 - q->PL) * C, (w1 - w0) * C);
+        zero_run(dst + w1 * C, (Wp - w1) * C);
+    }
+    return dst;
+}
+
+/* The bands that output rows [r0, r0+rn) of q read, one per image, into buf. */
+static int seg_bands(const conv_geom *q, const float *x, int64_t r0, int64_t rn, float *buf,
+                     seg_piece *pc)
+{
+    const int64_t ohw = q->OH * q->OW;
+    int np = 0;
+    for (int64_t r = r0; r < r0 + rn;) {
+        int64_t n = r / ohw, r1 = min64(r0 + rn, (n + 1) * ohw);
+        int64_t hp0 = r % ohw / q->OW * q->SH;
+        int64_t hp1 = (r1 - 1) % ohw / q->OW * q->SH + (q->KH - 1) * q->DH + 1;
+        pc[np++] = (seg_piece){r1, hp0, buf};
+        buf = seg_pad(q, x + n * q->H * q->W * q->C, hp0, hp1, buf);
+        r = r1;
+    }
+    return np;
+}
+
+/* Output row r's receptive field in its piece's band: filter row 0, column 0. */
+static inline const float *seg_at(const conv_geom *q, const seg_piece *p, int64_t r)
+{
+    int64_t oh = r % (q->OH * q->OW) / q->OW, ow = r % q->OW;
+    return p->band + ((oh * q->SH - p->hp0) * seg_wp(q) + ow * q->SW) * q->C;
+}
+
+/* Tiles [t0, t1) of the forward product for seg_rows layers: blocks of MR
+ * output rows of one image, each pixel's KH runs read from the band and
+ * summed in registers (ukr_nn_seg), the post step per block. */
+static void conv_rows_seg(const conv_geom *q, const float *in, const float *packed,
+                          const float *bias, const conv_post *post, float *out, float *band,
+                          int64_t t0, int64_t t1)
+{
+    const bool finish = post && post_any(post);
+    const int64_t M = q->N * q->OH * q->OW, nb = (q->O + NR - 1) / NR, run = q->KW * q->C;
+    const int64_t sstride = q->DH * seg_wp(q) * q->C;
+    seg_piece pc[TILE_ROWS + 2];
+    for (int64_t task = t0; task < t1; task++) {
+        int64_t r0 = task * q->T, rn = min64(q->T, M - r0);
+        int np = seg_bands(q, in, r0, rn, band, pc);
+        for (int64_t r = r0, p = 0; p < np; p++) {
+            while (r < pc[p].r1) {
+                int mr = (int)min64(MR, pc[p].r1 - r);
+                const float *a[MR];
+                for (int i = 0; i < MR; i++)
+                    a[i] = seg_at(q, &pc[p], r + (i < mr ? i : 0));
+                for (int64_t ob = 0; ob < nb; ob++)
+                    ukr_nn_seg(run, q->KH, sstride, a, packed + ob * q->K * NR,
+                               out + r * q->O + ob * NR, q->O, mr, (int)min64(NR, q->O - ob * NR),
+                               bias ? bias + ob * NR : NULL);
+                if (finish)
+                    slim__conv_post_rows(post, out + r * q->O, q->O, mr, 0, q->O);
+                r += mr;
+            }
+        }
+    }
+}
+
+/* dW (K x O) += the receptive fields of output rows [r0, r0+rn) of q times
+ * their rows of dY, for seg_rows layers: per filter row and block of MR of
+ * its KW*C columns, one ukr_tn_seg over the tile's rows cut where output
+ * rows end (within one, a pixel's field is SW*C floats after the last). The
+ * same sums, in the same order, as im2col + dw_tile. */
+static void dw_seg(const conv_geom *q, const float *x, const float *dy, int64_t r0, int64_t rn,
+                   float *band, float *dw)
+{
+    const int64_t run = q->KW * q->C, O = q->O, nb = (O + NR - 1) / NR;
+    const int64_t row_step = q->DH * seg_wp(q) * q->C;
+    seg_piece pc[TILE_ROWS + 2];
+    const float *a0[TILE_ROWS + 2], *b0[TILE_ROWS + 2], *as[TILE_ROWS + 2], *bs[TILE_ROWS + 2];
+    int64_t len[TILE_ROWS + 2];
+    int np = seg_bands(q, x, r0, rn, band, pc), ns = 0;
+    for (int64_t r = r0, p = 0; p < np; p++)
+        while (r < pc[p].r1) {
+            int64_t e = min64(pc[p].r1, (r / q->OW + 1) * q->OW);
+            a0[ns] = seg_at(q, &pc[p], r);
+            b0[ns] = dy + r * O;
+            len[ns++] = e - r;
+            r = e;
+        }
+    for (int64_t kh = 0; kh < q->KH; kh++)
+        for (int64_t k0 = 0; k0 < run; k0 += MR) {
+            for (int i = 0; i < ns; i++)
+                as[i] = a0[i] + kh * row_step + k0;
+            for (int64_t ob = 0; ob < nb; ob++) {
+                for (int i = 0; i < ns; i++)
+                    bs[i] = b0[i] + ob * NR;
+                ukr_tn_seg(ns, as, bs, len, q->SW * q->C, O, dw + (kh * run + k0) * O + ob * NR,
+                           O, (int)min64(MR, run - k0), (int)min64(NR, O - ob * NR), true);
+            }
+        }
+}
+
 /* conv_rows without im2col: a filter row's KW taps are one run of KW*C floats
  * of in (G == 1, DW == 1), so the micro-kernel takes each output row's run
  * where it lies, one filter row at a time, and copies only the runs a window
@@ -489,6 +640,10 @@ static void conv_rows(const conv_geom *q, const float *in, const float *packed, 
     const bool finish = post && post_any(post);
     if (direct_rows(q)) {
         conv_rows_direct(q, in, packed, bias, post, out, col, t0, t1);
+        return;
+    }
+    if (seg_rows(q)) {
+        conv_rows_seg(q, in, packed, bias, post, out, col, t0, t1);
         return;
     }
     for (int64_t task = t0; task < t1; task++) {
@@ -630,7 +785,7 @@ static void gemm_backward_rows(const slim_kernel_ctx *c, const gemm_bwd *j, int6
     const conv_params *p = c->params;
     const conv_geom *f = &p->f;
     const int64_t O = f->O, Og = f->Og, K = f->K, nbk = (K + NR - 1) / NR;
-    if (!j->dx && dw_by_slabs(f)) {
+    if (!j->dx && dw_by_slabs(f) && !seg_rows(f)) {
         /* dW alone (dx gathered elsewhere or not wanted): by slabs of K */
         for (int64_t g = 0; j->dwp && g < f->G; g++)
             dw_slabs(f, j->x, j->dy, R0, R1, g, 0, K, j->col, round16((size_t)(f->T * K)), j->dwp);
@@ -642,7 +797,9 @@ static void gemm_backward_rows(const slim_kernel_ctx *c, const gemm_bwd *j, int6
         int64_t rn = min64(f->T, R1 - r0);
         for (int64_t g = 0; g < f->G; g++) {
             const float *dyt = j->dy + r0 * O + g * Og; /* (rn, Og), ld O */
-            if (j->dwp) {
+            if (j->dwp && seg_rows(f)) {
+                dw_seg(f, j->x, j->dy, r0, rn, j->col, j->dwp);
+            } else if (j->dwp) {
                 const float *a = j->x + r0 * f->C + g * f->Cg;
                 int64_t lda = f->C;
                 if (!f->pointwise) {

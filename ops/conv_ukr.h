@@ -14,6 +14,16 @@
  * build: AVX-512 (NR 32), AVX2+FMA (NR 16), else plain loops (NR 16) that the
  * compiler vectorizes as it can. Tails (mr < MR, nr < NR) are masked, so
  * callers need no padding beyond the packed panel's.
+ * Two more read A where it lies in a zero-padded image instead of an im2col
+ * tile, for layers whose filter rows are short runs (few input channels):
+ *   ukr_nn_seg: ukr_nn over nseg runs of depth run, run s of row i at
+ *           a[i] + s*sstride, B contiguous over all of them (the packed
+ *           filter's KH rows), summed in registers;
+ *   ukr_tn_seg: ukr_tn over nseg segments, segment s len[s] rows of A from
+ *           as[s] (ld lda) against len[s] rows of B from bs[s] (ld ldb),
+ *           summed in registers in segment order.
+ * Each sums in the same order as its plain kernel over the same depth, so
+ * results are bitwise those of the im2col path.
  * copy_run/zero_run are the short copies of im2col, inline instead of a libc
  * call per run.
  */
@@ -193,6 +203,66 @@ __attribute__((unused)) static void ukr_tn(int64_t d, const float *a, int64_t ld
     UKR_PUT(z, z, acc);
 }
 
+__attribute__((unused)) static void ukr_nn_seg(int64_t run, int64_t nseg, int64_t sstride,
+                                               const float *const *a, const float *b, float *c,
+                                               int64_t ldc, int mr, int nr, const float *bias)
+{
+    const float *a0 = a[0], *a1 = a[1], *a2 = a[2], *a3 = a[3], *a4 = a[4], *a5 = a[5];
+    UKR_ZERO;
+    for (int64_t sg = 0; sg < nseg; sg++) {
+        const int64_t o = sg * sstride;
+#pragma GCC unroll 4
+        for (int64_t l = 0; l < run; l++, b += NR) {
+            vfloat b0 = vload(b), b1 = vload(b + VW);
+            UKR_ROW(0, a0 + o + l);
+            UKR_ROW(1, a1 + o + l);
+            UKR_ROW(2, a2 + o + l);
+            UKR_ROW(3, a3 + o + l);
+            UKR_ROW(4, a4 + o + l);
+            UKR_ROW(5, a5 + o + l);
+        }
+    }
+    vmask m0 = lanes_below(nr), m1 = lanes_below(nr - VW);
+    vfloat z0 = vzero(), z1 = z0;
+    if (bias) {
+        z0 = vload_m(bias, m0);
+        z1 = vload_m(bias + VW, m1);
+    }
+    UKR_PUT(z0, z1, false);
+}
+
+__attribute__((unused)) static void ukr_tn_seg(int64_t nseg, const float *const *as,
+                                               const float *const *bs, const int64_t *len,
+                                               int64_t lda, int64_t ldb, float *c, int64_t ldc,
+                                               int mr, int nr, bool acc)
+{
+    const int64_t o1 = mr > 1, o2 = mr > 2 ? 2 : 0, o3 = mr > 3 ? 3 : 0, o4 = mr > 4 ? 4 : 0,
+                  o5 = mr > 5 ? 5 : 0;
+    vmask m0 = lanes_below(nr), m1 = lanes_below(nr - VW);
+    UKR_ZERO;
+    for (int64_t sg = 0; sg < nseg; sg++) {
+        const float *a = as[sg], *b = bs[sg];
+        for (int64_t l = 0; l < len[sg]; l++, a += lda, b += ldb) {
+            vfloat b0, b1;
+            if (nr == NR) {
+                b0 = vload(b);
+                b1 = vload(b + VW);
+            } else {
+                b0 = vload_m(b, m0);
+                b1 = vload_m(b + VW, m1);
+            }
+            UKR_ROW(0, a);
+            UKR_ROW(1, a + o1);
+            UKR_ROW(2, a + o2);
+            UKR_ROW(3, a + o3);
+            UKR_ROW(4, a + o4);
+            UKR_ROW(5, a + o5);
+        }
+    }
+    vfloat z = vzero();
+    UKR_PUT(z, z, acc);
+}
+
 /* ---- narrow blocks: MR2 rows by one vector (nr <= VW) ---------------------
  * For outputs of at most VW columns (16 channels with AVX-512, 8 with AVX2)
  * the MR x 2-vector block spends half its FMAs on zero padding; twice the
@@ -344,6 +414,37 @@ __attribute__((unused)) static void ukr_tn(int64_t d, const float *a, int64_t ld
 }
 
 /* Narrow blocks: two MR-row blocks (the same results). */
+__attribute__((unused)) static void ukr_nn_seg(int64_t run, int64_t nseg, int64_t sstride,
+                                               const float *const *a, const float *b, float *c,
+                                               int64_t ldc, int mr, int nr, const float *bias)
+{
+    float s[MR][NR] = {{0}};
+    for (int64_t sg = 0; sg < nseg; sg++)
+        for (int64_t l = 0; l < run; l++, b += NR)
+            for (int i = 0; i < MR; i++)
+                for (int j = 0; j < NR; j++)
+                    s[i][j] += a[i][sg * sstride + l] * b[j];
+    for (int i = 0; i < mr; i++)
+        for (int j = 0; j < nr; j++)
+            c[i * ldc + j] = s[i][j] + (bias ? bias[j] : 0.0f);
+}
+
+__attribute__((unused)) static void ukr_tn_seg(int64_t nseg, const float *const *as,
+                                               const float *const *bs, const int64_t *len,
+                                               int64_t lda, int64_t ldb, float *c, int64_t ldc,
+                                               int mr, int nr, bool acc)
+{
+    float s[MR][NR] = {{0}};
+    for (int64_t sg = 0; sg < nseg; sg++)
+        for (int64_t l = 0; l < len[sg]; l++)
+            for (int i = 0; i < mr; i++)
+                for (int j = 0; j < nr; j++)
+                    s[i][j] += as[sg][l * lda + i] * bs[sg][l * ldb + j];
+    for (int i = 0; i < mr; i++)
+        for (int j = 0; j < nr; j++)
+            c[i * ldc + j] = s[i][j] + (acc ? c[i * ldc + j] : 0.0f);
+}
+
 __attribute__((unused)) static void ukr_nn_narrow(int64_t d, const float *const *a, const float *b,
                                                   float *c, int64_t ldc, int mr, int nr,
                                                   const float *bias, bool acc)
