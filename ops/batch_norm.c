@@ -21,8 +21,11 @@
  * With activation=relu or relu6 the op also applies that activation to y
  * (one pass instead of two, and no separate pre-activation tensor kept for
  * backward): the model language fuses a batch norm followed by relu/relu6
- * this way. Backward then masks dy with y as the activation's own backward
- * does (y > 0; 0 < y < 6).
+ * this way. Backward then masks dy as the activation's own backward does
+ * (y > 0; 0 < y < 6), with y recomputed from x in registers (the forward's
+ * float operations on the forward's mean, scale and beta: the same bits)
+ * rather than read back, two passes fewer over a tensor of x's size; the
+ * reference kernel reads y.
  *
  * Reductions are deterministic for a given thread count: each thread sums a
  * fixed range of rows into its own double-precision partials, and after a
@@ -50,11 +53,19 @@ typedef struct bn_params {
 
 /*
  * Workspace: per-thread partial sums, nth x (2C) doubles, then per-channel
- * coefficients, 4C floats (forward: mean, scale; backward: mean, a, b, c0).
+ * coefficients, 5C floats (forward: mean, scale; backward: mean, a, b, c0
+ * and the forward's scale).
  */
 static size_t ws_bytes(int64_t ch, int nth)
 {
-    return (size_t)nth * 2 * (size_t)ch * sizeof(double) + 4 * (size_t)ch * sizeof(float);
+    return (size_t)nth * 2 * (size_t)ch * sizeof(double) + 5 * (size_t)ch * sizeof(float);
+}
+
+/* The forward's scale gamma invstd from invstd as a float (the saved one),
+ * so that the backward computes the very same value. */
+static inline float bn_scale(float gamma, float invstd)
+{
+    return (float)(gamma * (double)invstd);
 }
 
 static float *coef(const slim_kernel_ctx *c, int64_t ch)
@@ -121,7 +132,8 @@ static slim_status bn_infer(slim_infer_ctx *c)
     p->var_unbiased = c->attr_bool(c, "moving_var_unbiased");
     const char *act = c->attr_str(c, "activation");
     p->act = act_parse(act);
-    /* backward reads x and the parameters, and y only for the activation's mask */
+    /* backward reads x and the parameters, and y for the activation's mask
+     * (the reference kernel; the fast one recomputes it from x) */
     c->set_backward_reads(c, ~0u, p->act != ACT_NONE ? 1u : 0u);
     if (p->batch_stats && p->rows == 0)
         return c->fail(c, SLIM_ESHAPE, "x %s has no elements to take batch statistics over",
@@ -185,7 +197,7 @@ static void bn_batch_stats(const slim_kernel_ctx *c, const bn_params *p, float *
         double m = x[j] + md;
         double inv = 1.0 / sqrt(var + p->eps);
         mean[j] = (float)m;
-        scale[j] = (float)(gamma[j] * inv);
+        scale[j] = bn_scale(gamma[j], (float)inv);
         if (smean)
             smean[j] = (float)m;
         if (sinv)
@@ -209,7 +221,7 @@ static void bn_forward(const slim_kernel_ctx *c)
         slim_split(C, c->ith, c->nth, &lo, &hi);
         for (int64_t j = lo; j < hi; j++) {
             mean[j] = mm[j];
-            scale[j] = (float)(gamma[j] / sqrt((double)mv[j] + p->eps));
+            scale[j] = bn_scale(gamma[j], (float)(1.0 / sqrt((double)mv[j] + p->eps)));
         }
     }
     c->sync(c);
@@ -300,25 +312,36 @@ static void zero_share(const slim_kernel_ctx *c, const slim_tensor *t)
 }
 
 /* A row's contribution to the sums, and a row of dx, for a constant act
- * (inlined per activation so that each loop vectorizes). */
-static inline __attribute__((always_inline)) void sums_row(int act, int64_t C, const float *xr,
-                                                           const float *dyr, const float *yr,
-                                                           const float *mean, double *sdy,
-                                                           double *sdyx)
+ * (inlined per activation so that each loop vectorizes). The activation's
+ * mask comes from y as the forward computed it, from x (the same float
+ * operations on the same mean, scale and beta): reading y instead would be
+ * two more passes over a tensor of x's size. */
+static inline __attribute__((always_inline)) float z_of(int act, float x, float mean, float scale,
+                                                        float beta)
+{
+    /* the pre-activation value: y = act(z), and y's mask is z's
+     * (y > 0 iff z > 0; y < 6 iff z < 6 where z > 0) */
+    return act == ACT_NONE ? 0.0f : (x - mean) * scale + beta;
+}
+
+static inline __attribute__((always_inline)) void
+sums_row(int act, int64_t C, const float *xr, const float *dyr, const float *mean, const float *sc,
+         const float *beta, double *sdy, double *sdyx)
 {
     for (int64_t j = 0; j < C; j++) {
-        float d = act_bwd(act, yr[j], dyr[j]);
+        float d = act_bwd(act, z_of(act, xr[j], mean[j], sc[j], beta[j]), dyr[j]);
         sdy[j] += d;
         sdyx[j] += (double)d * (xr[j] - mean[j]);
     }
 }
 
 static inline __attribute__((always_inline)) void
-dx_row(int act, int64_t C, const float *xr, const float *dyr, const float *yr, const float *mean,
-       const float *ca, const float *cb, const float *c0, float *dxr)
+dx_row(int act, int64_t C, const float *xr, const float *dyr, const float *mean, const float *sc,
+       const float *beta, const float *ca, const float *cb, const float *c0, float *dxr)
 {
     for (int64_t j = 0; j < C; j++)
-        dxr[j] = ca[j] * act_bwd(act, yr[j], dyr[j]) + cb[j] * (xr[j] - mean[j]) + c0[j];
+        dxr[j] = ca[j] * act_bwd(act, z_of(act, xr[j], mean[j], sc[j], beta[j]), dyr[j]) +
+                 cb[j] * (xr[j] - mean[j]) + c0[j];
 }
 
 static void bn_backward(const slim_kernel_ctx *c)
@@ -327,7 +350,7 @@ static void bn_backward(const slim_kernel_ctx *c)
     const int64_t C = p->ch;
     const float *x = c->in[0].data, *gamma = c->in[1].data; /* x: (rows,C) */
     const float *dy = c->dout[0].data;                      /* dy: (rows,C) */
-    const float *y = c->out[0].data;                        /* for the activation's mask */
+    const float *beta = c->in[2].data;                      /* for the activation's mask */
     const int act = p->act;
     float *dx = c->din[0].data, *dgamma = c->din[1].data, *dbeta = c->din[2].data;
     if (!dy) {
@@ -337,12 +360,15 @@ static void bn_backward(const slim_kernel_ctx *c)
     }
     float *cf = coef(c, C);
     float *mean = cf, *ca = cf + C, *cb = cf + 2 * C, *c0 = cf + 3 * C; /* (C) each */
+    float *sc = cf + 4 * C; /* the forward's scale */
     int64_t lo, hi;
 
     /* Phase 0: the statistics per channel. */
     slim_split(C, c->ith, c->nth, &lo, &hi);
-    for (int64_t j = lo; j < hi; j++)
+    for (int64_t j = lo; j < hi; j++) {
         bn_stats(c, p, j, &mean[j], &ca[j]); /* ca holds invstd until phase 2 */
+        sc[j] = bn_scale(gamma[j], ca[j]);
+    }
     c->sync(c);
 
     /* Phase 1: per-thread partial sums over a fixed range of rows. */
@@ -354,11 +380,11 @@ static void bn_backward(const slim_kernel_ctx *c)
             sdy[j] = sdyx[j] = 0;
         slim_split(p->rows, c->ith, c->nth, &lo, &hi);
         for (int64_t r = lo; r < hi; r++) {
-            const float *xr = x + r * C, *dyr = dy + r * C, *yr = y + r * C;
+            const float *xr = x + r * C, *dyr = dy + r * C;
             switch (act) { /* one loop per activation, each vectorized */
-            case ACT_NONE: sums_row(ACT_NONE, C, xr, dyr, yr, mean, sdy, sdyx); break;
-            case ACT_RELU: sums_row(ACT_RELU, C, xr, dyr, yr, mean, sdy, sdyx); break;
-            default: sums_row(ACT_RELU6, C, xr, dyr, yr, mean, sdy, sdyx);
+            case ACT_NONE: sums_row(ACT_NONE, C, xr, dyr, mean, sc, beta, sdy, sdyx); break;
+            case ACT_RELU: sums_row(ACT_RELU, C, xr, dyr, mean, sc, beta, sdy, sdyx); break;
+            default: sums_row(ACT_RELU6, C, xr, dyr, mean, sc, beta, sdy, sdyx);
             }
         }
     }
@@ -391,12 +417,12 @@ static void bn_backward(const slim_kernel_ctx *c)
         return;
     slim_split(p->rows, c->ith, c->nth, &lo, &hi);
     for (int64_t r = lo; r < hi; r++) {
-        const float *xr = x + r * C, *dyr = dy + r * C, *yr = y + r * C;
+        const float *xr = x + r * C, *dyr = dy + r * C;
         float *dxr = dx + r * C;
         switch (act) {
-        case ACT_NONE: dx_row(ACT_NONE, C, xr, dyr, yr, mean, ca, cb, c0, dxr); break;
-        case ACT_RELU: dx_row(ACT_RELU, C, xr, dyr, yr, mean, ca, cb, c0, dxr); break;
-        default: dx_row(ACT_RELU6, C, xr, dyr, yr, mean, ca, cb, c0, dxr);
+        case ACT_NONE: dx_row(ACT_NONE, C, xr, dyr, mean, sc, beta, ca, cb, c0, dxr); break;
+        case ACT_RELU: dx_row(ACT_RELU, C, xr, dyr, mean, sc, beta, ca, cb, c0, dxr); break;
+        default: dx_row(ACT_RELU6, C, xr, dyr, mean, sc, beta, ca, cb, c0, dxr);
         }
     }
 }
