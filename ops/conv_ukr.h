@@ -126,6 +126,24 @@ static inline void put_row(float *c, vfloat v0, vfloat v1, int nr, vmask m0, vma
     c##i##0 = vfma(t, b0, c##i##0);                                                                \
     c##i##1 = vfma(t, b1, c##i##1)
 
+/* The block's six rows: ukr_nn's from its row pointers a0..a5 at offset off,
+ * ukr_tn's from MR consecutive values at a (o1..o5: offsets of rows 1-5). */
+#define UKR_NN_ROWS(off)                                                                           \
+    UKR_ROW(0, a0 + (off));                                                                        \
+    UKR_ROW(1, a1 + (off));                                                                        \
+    UKR_ROW(2, a2 + (off));                                                                        \
+    UKR_ROW(3, a3 + (off));                                                                        \
+    UKR_ROW(4, a4 + (off));                                                                        \
+    UKR_ROW(5, a5 + (off))
+
+#define UKR_TN_ROWS(a)                                                                             \
+    UKR_ROW(0, a);                                                                                 \
+    UKR_ROW(1, a + o1);                                                                            \
+    UKR_ROW(2, a + o2);                                                                            \
+    UKR_ROW(3, a + o3);                                                                            \
+    UKR_ROW(4, a + o4);                                                                            \
+    UKR_ROW(5, a + o5)
+
 #define UKR_PUT(z0, z1, acc)                                                                       \
     put_row(c, vadd(c00, z0), vadd(c01, z1), nr, m0, m1, acc);                                     \
     if (mr > 1)                                                                                    \
@@ -151,12 +169,7 @@ __attribute__((unused)) static void ukr_nn(int64_t d, const float *const *a, con
 #pragma GCC unroll 4
     for (int64_t l = 0; l < d; l++, b += NR) {
         vfloat b0 = vload(b), b1 = vload(b + VW);
-        UKR_ROW(0, a0 + l);
-        UKR_ROW(1, a1 + l);
-        UKR_ROW(2, a2 + l);
-        UKR_ROW(3, a3 + l);
-        UKR_ROW(4, a4 + l);
-        UKR_ROW(5, a5 + l);
+        UKR_NN_ROWS(l);
     }
     vmask m0 = lanes_below(nr), m1 = lanes_below(nr - VW);
     vfloat z0 = vzero(), z1 = z0;
@@ -181,22 +194,12 @@ __attribute__((unused)) static void ukr_tn(int64_t d, const float *a, int64_t ld
 #pragma GCC unroll 4
         for (int64_t l = 0; l < d; l++, a += lda, b += ldb) {
             vfloat b0 = vload(b), b1 = vload(b + VW);
-            UKR_ROW(0, a);
-            UKR_ROW(1, a + o1);
-            UKR_ROW(2, a + o2);
-            UKR_ROW(3, a + o3);
-            UKR_ROW(4, a + o4);
-            UKR_ROW(5, a + o5);
+            UKR_TN_ROWS(a);
         }
     } else {
         for (int64_t l = 0; l < d; l++, a += lda, b += ldb) {
             vfloat b0 = vload_m(b, m0), b1 = vload_m(b + VW, m1);
-            UKR_ROW(0, a);
-            UKR_ROW(1, a + o1);
-            UKR_ROW(2, a + o2);
-            UKR_ROW(3, a + o3);
-            UKR_ROW(4, a + o4);
-            UKR_ROW(5, a + o5);
+            UKR_TN_ROWS(a);
         }
     }
     vfloat z = vzero();
@@ -214,12 +217,7 @@ __attribute__((unused)) static void ukr_nn_seg(int64_t run, int64_t nseg, int64_
 #pragma GCC unroll 4
         for (int64_t l = 0; l < run; l++, b += NR) {
             vfloat b0 = vload(b), b1 = vload(b + VW);
-            UKR_ROW(0, a0 + o + l);
-            UKR_ROW(1, a1 + o + l);
-            UKR_ROW(2, a2 + o + l);
-            UKR_ROW(3, a3 + o + l);
-            UKR_ROW(4, a4 + o + l);
-            UKR_ROW(5, a5 + o + l);
+            UKR_NN_ROWS(o + l);
         }
     }
     vmask m0 = lanes_below(nr), m1 = lanes_below(nr - VW);
@@ -251,12 +249,7 @@ __attribute__((unused)) static void ukr_tn_seg(int64_t nseg, const float *const 
                 b0 = vload_m(b, m0);
                 b1 = vload_m(b + VW, m1);
             }
-            UKR_ROW(0, a);
-            UKR_ROW(1, a + o1);
-            UKR_ROW(2, a + o2);
-            UKR_ROW(3, a + o3);
-            UKR_ROW(4, a + o4);
-            UKR_ROW(5, a + o5);
+            UKR_TN_ROWS(a);
         }
     }
     vfloat z = vzero();
