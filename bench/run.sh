@@ -131,9 +131,10 @@ if ((DO_TORCH)); then
     fi
 fi
 
-((DO_TRAIN)) || ROUNDS=0
-((ROUNDS == 0)) || rm -f "$OUT"/train_slim_r*.json "$OUT"/train_torch_r*.jsonl
-for ((r = 1; r <= ROUNDS; r++)); do
+TROUNDS=$ROUNDS # train_step's rounds; --no-train keeps --rounds for the big models
+((DO_TRAIN)) || TROUNDS=0
+((TROUNDS == 0)) || rm -f "$OUT"/train_slim_r*.json "$OUT"/train_torch_r*.jsonl
+for ((r = 1; r <= TROUNDS; r++)); do
     for t in $THREADS; do
         echo "== round $r/$ROUNDS, $t thread(s): slim" >&2
         wait_idle
