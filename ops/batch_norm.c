@@ -313,9 +313,9 @@ static void zero_share(const slim_kernel_ctx *c, const slim_tensor *t)
 
 /* A row's contribution to the sums, and a row of dx, for a constant act
  * (inlined per activation so that each loop vectorizes). The activation's
- * mask comes from y as the forward computed it, from x (the same float
- * operations on the same mean, scale and beta): reading y instead would be
- * two more passes over a tensor of x's size. */
+ * mask comes from the pre-activation value z recomputed from x (the
+ * forward's float operations on its mean, scale and beta, so the same bits):
+ * reading y instead would be two more passes over a tensor of x's size. */
 static inline __attribute__((always_inline)) float z_of(int act, float x, float mean, float scale,
                                                         float beta)
 {

@@ -394,14 +394,6 @@ static void col2im_add(const conv_geom *q, const float *dcol, int64_t r0, int64_
 
 /* ---- GEMM paths (POINTWISE and GEMM) --------------------------------------- */
 
-/* conv_rows and conv_rows_direct: output rows of q for tasks [t0, t1), a
- * task being (tile, group): out = conv(in, filter packed as PACK_W for q) +
- * bias, then post (NULL: none) while the rows are in cache: conv_rows per
- * block of rows; conv_rows_direct per panel of a tile as its last depth
- * chunk is done, or with a residual on the whole tile once its panels are
- * done (the residual's rows then stream in order: ResNet-50's fused conv3 +
- * add steps took 106-110 ms instead of 129-150 on 2 threads). */
-
 /* ---- short filter rows: a padded band of the image, read in place ----------- */
 
 /* Output rows [.., r1) of one image within a tile, and where its padded band
@@ -508,18 +500,26 @@ static void dw_seg(const conv_geom *q, const float *x, const float *dy, int64_t 
             len[ns++] = e - r;
             r = e;
         }
-    for (int64_t kh = 0; kh < q->KH; kh++)
-        for (int64_t k0 = 0; k0 < run; k0 += MR) {
-            for (int i = 0; i < ns; i++)
-                as[i] = a0[i] + kh * row_step + k0;
-            for (int64_t ob = 0; ob < nb; ob++) {
+    for (int64_t ob = 0; ob < nb; ob++) {
+        for (int i = 0; i < ns; i++)
+            bs[i] = b0[i] + ob * NR;
+        for (int64_t kh = 0; kh < q->KH; kh++)
+            for (int64_t k0 = 0; k0 < run; k0 += MR) {
                 for (int i = 0; i < ns; i++)
-                    bs[i] = b0[i] + ob * NR;
+                    as[i] = a0[i] + kh * row_step + k0;
                 ukr_tn_seg(ns, as, bs, len, q->SW * q->C, O, dw + (kh * run + k0) * O + ob * NR,
                            O, (int)min64(MR, run - k0), (int)min64(NR, O - ob * NR), true);
             }
-        }
+    }
 }
+
+/* conv_rows and conv_rows_direct: output rows of q for tasks [t0, t1), a
+ * task being (tile, group): out = conv(in, filter packed as PACK_W for q) +
+ * bias, then post (NULL: none) while the rows are in cache: conv_rows per
+ * block of rows; conv_rows_direct per panel of a tile as its last depth
+ * chunk is done, or with a residual on the whole tile once its panels are
+ * done (the residual's rows then stream in order: ResNet-50's fused conv3 +
+ * add steps took 106-110 ms instead of 129-150 on 2 threads). */
 
 /* conv_rows without im2col: a filter row's KW taps are one run of KW*C floats
  * of in (G == 1, DW == 1), so the micro-kernel takes each output row's run

@@ -440,11 +440,10 @@ static int run_mode(const bench_cli *c, const char *path, bool train, mode_resul
     int n = slim_program_times(main_p.p, &nt);
     int cap = c->iterations > 1000 ? c->iterations : 1000;
     acc = calloc((size_t)n + 1, sizeof *acc);
-    acc1 = calloc((size_t)n + 1, sizeof *acc1);
     times = malloc((size_t)cap * sizeof *times);
     times1 = malloc((size_t)cap * sizeof *times1);
     ratio = malloc((size_t)cap * sizeof *ratio);
-    if (!acc || !acc1 || !times || !times1 || !ratio) {
+    if (!acc || !times || !times1 || !ratio) {
         snprintf(err.msg, sizeof err.msg, "out of memory");
         goto fail;
     }
@@ -463,9 +462,10 @@ static int run_mode(const bench_cli *c, const char *path, bool train, mode_resul
         for (int i = 0; i < c->warmup; i++)
             if (prog_step(c, &one, i, NULL, 0, &err) < 0)
                 goto fail;
-        if (!same_nodes(main_p.p, one.p)) { /* no per-op speed-ups then */
-            free(acc1);
-            acc1 = NULL;
+        /* per-op speed-ups when both list the same nodes */
+        if (same_nodes(main_p.p, one.p) && !(acc1 = calloc((size_t)n + 1, sizeof *acc1))) {
+            snprintf(err.msg, sizeof err.msg, "out of memory");
+            goto fail;
         }
     }
     bench_cpu c0 = bench_cpu_snapshot();
@@ -506,8 +506,7 @@ static int run_mode(const bench_cli *c, const char *path, bool train, mode_resul
     r->img_s = c->batch_size / (r->ms_median * 1e-3);
     r->gflop_iter = 2.0 * (double)info->madds * c->batch_size * (train ? 3 : 1) * 1e-9;
     r->gflops = r->gflop_iter / (r->ms_median * 1e-3);
-    if (collect_nodes(r, main_p.m, nt, n, acc, c->scaling ? acc1 : NULL, r->iters,
-                      c->batch_size)) {
+    if (collect_nodes(r, main_p.m, nt, n, acc, acc1, r->iters, c->batch_size)) {
         snprintf(err.msg, sizeof err.msg, "out of memory");
         goto fail;
     }
