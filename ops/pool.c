@@ -258,6 +258,35 @@ static void max_pool_forward(const slim_kernel_ctx *c)
     }
 }
 
+/* A 1x1 window (ResNet v1's subsampling shortcut): each input is the only
+ * tap of at most one window, so dx is dy where a window reads it and 0
+ * elsewhere, written in one pass over dx's rows. */
+static void max_pool_backward_1x1(const slim_kernel_ctx *c)
+{
+    const pool_params *p = c->params;
+    const float *dy = c->dout[0].data;
+    float *dx = c->din[0].data;
+    const int64_t C = p->C, W = p->W;
+    int64_t lo, hi;
+    slim_split(p->N * p->H, c->ith, c->nth, &lo, &hi);
+    for (int64_t row = lo; row < hi; row++) {
+        int64_t n = row / p->H, ih = row % p->H, t = ih + p->PT, oh = t / p->SH;
+        float *dxr = dx + row * W * C;
+        if (!dy || t % p->SH || oh >= p->OH) {
+            memset(dxr, 0, (size_t)(W * C) * sizeof(float));
+            continue;
+        }
+        const float *dyr = dy + (n * p->OH + oh) * p->OW * C;
+        for (int64_t iw = 0; iw < W; iw++) {
+            int64_t u = iw + p->PL, ow = u / p->SW;
+            if (u % p->SW || ow >= p->OW)
+                memset(dxr + iw * C, 0, (size_t)C * sizeof(float));
+            else
+                memcpy(dxr + iw * C, dyr + ow * C, (size_t)C * sizeof(float));
+        }
+    }
+}
+
 /* Units are (image, block of POOL_CBLK channels): a unit's dx elements belong to
  * it alone, so the scatter to each window's argmax needs no synchronization.
  * Per window the argmax runs over the channels as vectors (a compare and two
@@ -274,6 +303,10 @@ static void max_pool_backward(const slim_kernel_ctx *c)
     const int64_t C = p->C, nblk = (C + POOL_CBLK - 1) / POOL_CBLK;
     if (!dx)
         return;
+    if (p->KH == 1 && p->KW == 1) {
+        max_pool_backward_1x1(c);
+        return;
+    }
     const bool tiles = dy && p->DH == 1 && p->DW == 1 && p->SH == p->KH && p->SW == p->KW &&
                        p->PT == 0 && p->PL == 0 && p->OH * p->SH == p->H && p->OW * p->SW == p->W;
     int64_t lo, hi;
