@@ -414,6 +414,38 @@ static void binary_backward(const slim_kernel_ctx *c)
     const bcast *bc = &p->bc;
     const float *dy = c->dout[0].data;
     int64_t lo, hi;
+    /* Two gradients equal to dy (through the activation when fused): one
+     * pass reads dy (and y) once and writes both (the residual add). */
+    float *d0 = NULL, *d1 = NULL;
+    int nd = 0;
+    if (dy && (p->act != ACT_NONE || !p->mul)) {
+        for (int k = 0; k < c->n_inputs; k++) {
+            float *dx = c->din[k].data;
+            int kb = k < 2 ? k : 0;
+            if (!dx)
+                continue;
+            if (bc->numel_in[kb] != bc->numel)
+                nd = 3; /* broadcast: the general path below */
+            else if (nd++ == 0)
+                d0 = dx;
+            else
+                d1 = dx;
+        }
+    }
+    if (nd == 2) {
+        const float *y = c->out[0].data;
+        slim_split(bc->numel, c->ith, c->nth, &lo, &hi);
+        if (p->act == ACT_NONE)
+            for (int64_t i = lo; i < hi; i++)
+                d0[i] = d1[i] = dy[i];
+        else if (p->act == ACT_RELU)
+            for (int64_t i = lo; i < hi; i++)
+                d0[i] = d1[i] = act_bwd(ACT_RELU, y[i], dy[i]);
+        else
+            for (int64_t i = lo; i < hi; i++)
+                d0[i] = d1[i] = act_bwd(ACT_RELU6, y[i], dy[i]);
+        return;
+    }
     if (p->act != ACT_NONE && dy) {
         /* equal shapes (infer): every dx is dy through the activation,
          * computed once and copied to the others */
