@@ -616,6 +616,14 @@ static inline void block_panel(const float *A, int64_t lda, int64_t i0, int64_t 
         ukr_nn_narrow(k1 - k0, a, bp, cb, ldo, (int)bn, nr, bias, k0 > 0);
         return;
     }
+#ifdef UKR_HAS_NN_WIDE
+    if (bn == MR2 && k1 - k0 >= WIDE_MIN_DEPTH) {
+        for (int i = 0; i < MR2; i++)
+            a[i] = A + (i0 + i) * lda + k0;
+        ukr_nn_wide(k1 - k0, a, bp, cb, ldo, nr, bias, k0 > 0);
+        return;
+    }
+#endif
     for (int64_t h = 0; h < bn; h += MR) {
         const int mr = (int)min64(MR, bn - h);
         for (int i = 0; i < MR; i++)
