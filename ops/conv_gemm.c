@@ -726,9 +726,13 @@ void slim__conv_gemm_forward(const slim_kernel_ctx *c, const conv_post *post)
     conv_rows(f, c->in[0].data, packed, slim__conv_bias(c), post, c->out[0].data, col, lo, hi);
 }
 
-/* dW_g rows [0, kn) (ld O) += A^T (kn x rn) dY (rn x Og, ld O); A (rn x kn, ld lda). */
+/* dW_g rows [0, kn) (ld O) += A^T (kn x rn) dY (rn x Og, ld O); A (rn x kn, ld lda).
+ * wide: full panels MR2 rows of dW at a time (ukr_tn_wide, AVX-512), which
+ * dw_slabs' tiles gain from (ResNet-50's 1x1 1024->2048: median of 10
+ * alternating conv_bench runs 90.5 -> 110.9 GFLOP/s) but the whole-K tiles
+ * of gemm_backward_rows lose (1x1 256->64: 105.8 -> 76.1). */
 static void dw_tile(const conv_geom *f, const float *A, int64_t lda, int64_t kn, const float *dyt,
-                    int64_t rn, float *dwg)
+                    int64_t rn, float *dwg, bool wide)
 {
     int64_t nb = (f->Og + NR - 1) / NR;
     const int64_t last = f->Og - (nb - 1) * NR; /* columns of the last panel */
@@ -739,7 +743,17 @@ static void dw_tile(const conv_geom *f, const float *A, int64_t lda, int64_t kn,
             ukr_tn_narrow(rn, A + k0, lda, dyt + nb * NR, f->O, dwg + k0 * f->O + nb * NR, f->O,
                           (int)min64(MR2, kn - k0), (int)last, true);
     }
-    for (int64_t k0 = 0; k0 < kn; k0 += MR)
+    int64_t k0 = 0;
+#ifdef UKR_HAS_TN_WIDE
+    if (wide && nb > 0 && f->Og / NR >= nb)
+        for (; k0 + MR2 <= kn; k0 += MR2)
+            for (int64_t ob = 0; ob < nb; ob++)
+                ukr_tn_wide(rn, A + k0, lda, dyt + ob * NR, f->O, dwg + k0 * f->O + ob * NR, f->O,
+                            true);
+#else
+    (void)wide;
+#endif
+    for (; k0 < kn; k0 += MR)
         for (int64_t ob = 0; ob < nb; ob++)
             ukr_tn(rn, A + k0, lda, dyt + ob * NR, f->O, dwg + k0 * f->O + ob * NR, f->O,
                    (int)min64(MR, kn - k0), (int)min64(NR, f->Og - ob * NR), true);
@@ -774,7 +788,8 @@ static void dw_slabs(const conv_geom *f, const float *x, const float *dy, int64_
                 a = col;
                 lda = kn;
             }
-            dw_tile(f, a, lda, kn, dy + r0 * f->O + g * f->Og, rn, dw + ks * f->O + g * f->Og);
+            dw_tile(f, a, lda, kn, dy + r0 * f->O + g * f->Og, rn, dw + ks * f->O + g * f->Og,
+                    true);
         }
     }
 }
@@ -815,7 +830,7 @@ static void gemm_backward_rows(const slim_kernel_ctx *c, const gemm_bwd *j, int6
                     a = j->col;
                     lda = K;
                 }
-                dw_tile(f, a, lda, K, dyt, rn, j->dwp + g * Og);
+                dw_tile(f, a, lda, K, dyt, rn, j->dwp + g * Og, false);
             }
             if (!j->dx)
                 continue;
@@ -865,7 +880,7 @@ static void gemm_backward_filter_ksplit(const slim_kernel_ctx *c, float *col, in
                 a = col;
                 lda = k1 - k0;
             }
-            dw_tile(f, a, lda, k1 - k0, dy + r0 * O + g * Og, rn, dw + k0 * O + g * Og);
+            dw_tile(f, a, lda, k1 - k0, dy + r0 * O + g * Og, rn, dw + k0 * O + g * Og, false);
         }
     }
 }

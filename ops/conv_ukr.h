@@ -399,6 +399,42 @@ __attribute__((noinline, unused)) static void ukr_nn_wide(int64_t d, const float
     put_row(c + 4 * ldc, vadd(c100, z0), vadd(c101, z1), nr, m0, m1, acc);
     put_row(c + 5 * ldc, vadd(c110, z0), vadd(c111, z1), nr, m0, m1, acc);
 }
+
+/* ukr_tn on MR2 rows at once (MR2 consecutive values of A per depth step,
+ * full NR columns): the same 24 accumulators and the same summation order
+ * per element as ukr_tn. */
+#define UKR_HAS_TN_WIDE 1
+__attribute__((noinline, unused)) static void ukr_tn_wide(int64_t d, const float *a, int64_t lda,
+                                                          const float *b, int64_t ldb, float *c,
+                                                          int64_t ldc, bool acc)
+{
+    UKR_ZERO;
+    vfloat c60 = c00, c61 = c00, c70 = c00, c71 = c00, c80 = c00, c81 = c00, c90 = c00,
+           c91 = c00, c100 = c00, c101 = c00, c110 = c00, c111 = c00;
+    const int64_t o1 = 1, o2 = 2, o3 = 3, o4 = 4, o5 = 5;
+#pragma GCC unroll 2
+    for (int64_t l = 0; l < d; l++, a += lda, b += ldb) {
+        vfloat b0 = vload(b), b1 = vload(b + VW);
+        UKR_TN_ROWS(a);
+        UKR_ROW(6, a + 6);
+        UKR_ROW(7, a + 7);
+        UKR_ROW(8, a + 8);
+        UKR_ROW(9, a + 9);
+        UKR_ROW(10, a + 10);
+        UKR_ROW(11, a + 11);
+    }
+    const int mr = MR, nr = NR;
+    const vmask m0 = lanes_below(NR), m1 = m0;
+    const vfloat z = vzero();
+    UKR_PUT(z, z, acc);
+    c += MR * ldc;
+    put_row(c, c60, c61, nr, m0, m1, acc);
+    put_row(c + ldc, c70, c71, nr, m0, m1, acc);
+    put_row(c + 2 * ldc, c80, c81, nr, m0, m1, acc);
+    put_row(c + 3 * ldc, c90, c91, nr, m0, m1, acc);
+    put_row(c + 4 * ldc, c100, c101, nr, m0, m1, acc);
+    put_row(c + 5 * ldc, c110, c111, nr, m0, m1, acc);
+}
 #endif
 
 /* dst[0..n) = src[0..n). */
