@@ -87,6 +87,8 @@ void slim__conv_post_rows(const conv_post *post, float *y, int64_t ld, int64_t r
  * halves the B loads per FMA, but on short chunks (MobileNet's 32-128
  * channel 1x1 layers) two 6-row blocks measured faster. */
 #define WIDE_MIN_DEPTH 192
+/* The same for conv_rows_direct's depth chunks (a filter row's run of KW*C). */
+#define DIRECT_WIDE_MIN_DEPTH 128
 /* Floats of the filter's packed panels that a GEMM tile's row blocks run
  * through at once (one depth chunk): 256 KB, which leaves most of a 1-2 MB
  * L2 to the tile's rows of A and C. */

@@ -521,6 +521,22 @@ static void dw_seg(const conv_geom *q, const float *x, const float *dy, int64_t 
  * done (the residual's rows then stream in order: ResNet-50's fused conv3 +
  * add steps took 106-110 ms instead of 129-150 on 2 threads). */
 
+/* Up to MR2 rows (all MR2 pointers valid) by one panel: the 12 x 32 kernel
+ * when the block is full, else two MR-row blocks. */
+static void nn_rows2(int64_t d, const float *const *a, const float *b, float *c, int64_t ldc,
+                     int mr, int nr, const float *bias, bool acc)
+{
+#ifdef UKR_HAS_NN_WIDE
+    if (mr == MR2) {
+        ukr_nn_wide(d, a, b, c, ldc, nr, bias, acc);
+        return;
+    }
+#endif
+    ukr_nn(d, a, b, c, ldc, mr < MR ? mr : MR, nr, bias, acc);
+    if (mr > MR)
+        ukr_nn(d, a + MR, b, c + MR * ldc, ldc, mr - MR, nr, bias, acc);
+}
+
 /* conv_rows without im2col: a filter row's KW taps are one run of KW*C floats
  * of in (G == 1, DW == 1), so the micro-kernel takes each output row's run
  * where it lies, one filter row at a time, and copies only the runs a window
@@ -539,7 +555,12 @@ static void conv_rows_direct(const conv_geom *q, const float *in, const float *p
     const int64_t nch = (run + KCHUNK - 1) / KCHUNK; /* depth chunks per filter row */
     const int64_t cs = round16((size_t)((run + nch - 1) / nch));
     const bool narrow = q->Og <= NARROW_NR; /* one panel, MR2-row blocks */
-    const int rows = narrow ? MR2 : MR;
+#ifdef UKR_HAS_NN_WIDE
+    const bool wide = !narrow && cs >= DIRECT_WIDE_MIN_DEPTH; /* MR2-row blocks, 12 x 32 */
+#else
+    const bool wide = false;
+#endif
+    const int rows = narrow || wide ? MR2 : MR;
     float *zeros = scratch, *edge = scratch + cs;
     zero_run(zeros, cs);
     /* per output row of the tile: its image's first x row, first input row
@@ -588,7 +609,7 @@ static void conv_rows_direct(const conv_geom *q, const float *in, const float *p
                             zero_run(d + (v1 - k0), k1 - v1);
                             a[i] = d;
                         }
-                        (narrow ? ukr_nn_narrow : ukr_nn)(
+                        (narrow ? ukr_nn_narrow : wide ? nn_rows2 : ukr_nn)(
                             k1 - k0, a, bp + (kh * run + k0) * NR, out + (r0 + i0) * q->O + ob * NR,
                             q->O, mr, nr, first && bias ? bias + ob * NR : NULL, !first);
                     }
