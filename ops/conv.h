@@ -83,12 +83,12 @@ void slim__conv_post_rows(const conv_post *post, float *y, int64_t ld, int64_t r
 #define DW_ROWS 120
 /* Depth chunk of the forward-shaped products: the chunk of a B panel (16 or 32 KB) stays in L1. */
 #define KCHUNK 256
-/* ukr_nn_wide (12 x 32, AVX-512) for depth chunks at least this deep: it
- * halves the B loads per FMA, but on short chunks (MobileNet's 32-128
- * channel 1x1 layers) two 6-row blocks measured faster. */
+/* ukr_nn_wide (12 x 32, AVX-512) for depth chunks at least this deep (GEMM
+ * tiles and the direct path's filter-row chunks): it halves the B loads per
+ * FMA, but on short chunks (MobileNet's 32-128 channel 1x1 layers) two 6-row
+ * blocks measured faster, and LeNet's conv2 (chunks of 160) gained in
+ * conv_bench but not in its training step. */
 #define WIDE_MIN_DEPTH 192
-/* The same for conv_rows_direct's depth chunks (a filter row's run of KW*C). */
-#define DIRECT_WIDE_MIN_DEPTH 128
 /* Floats of the filter's packed panels that a GEMM tile's row blocks run
  * through at once (one depth chunk): 256 KB, which leaves most of a 1-2 MB
  * L2 to the tile's rows of A and C. */

@@ -556,7 +556,7 @@ static void conv_rows_direct(const conv_geom *q, const float *in, const float *p
     const int64_t cs = round16((size_t)((run + nch - 1) / nch));
     const bool narrow = q->Og <= NARROW_NR; /* one panel, MR2-row blocks */
 #ifdef UKR_HAS_NN_WIDE
-    const bool wide = !narrow && cs >= DIRECT_WIDE_MIN_DEPTH; /* MR2-row blocks, 12 x 32 */
+    const bool wide = !narrow && cs >= WIDE_MIN_DEPTH; /* MR2-row blocks, 12 x 32 */
 #else
     const bool wide = false;
 #endif

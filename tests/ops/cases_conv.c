@@ -227,6 +227,15 @@ static const harness_case cases[] = {
      .in = {X4(1, 6, 6, 32), X4(3, 3, 32, 32)},
      .training = true,
      .eps = 2e-3},
+    /* the direct path's 12-row blocks (filter rows of 192 floats), 30 rows:
+     * two full blocks and a partial one */
+    {.name = "direct_wide_c64_o64",
+     .op = "conv2d",
+     .attrs = "padding=SAME; winograd=off",
+     .n_in = 2,
+     .in = {X4(1, 5, 6, 64), X4(3, 3, 64, 64)},
+     .training = true,
+     .eps = 2e-3},
     /* dW bigger than DW_SLAB_MIN floats: by slabs of K, through the row
      * split (M >= K) and the K split (M < K) */
     {.name = "dw_slabs_rows_3x3_c32_o1024",
