@@ -438,8 +438,15 @@ static int run_ukr(void)
     const float *a[MR2];
     for (int i = 0; i < MR2; i++)
         a[i] = A + i * d;
-    for (int narrow = 0; narrow <= 1; narrow++) {
-        int rows = narrow ? MR2 : MR, cols = narrow ? NARROW_NR : NR;
+#ifdef UKR_HAS_NN_WIDE
+    const int kinds = 3; /* 0: ukr_nn, 1: ukr_nn_narrow, 2: ukr_nn_wide */
+#else
+    const int kinds = 2;
+#endif
+    static const char *const name[3] = {"ukr_nn", "ukr_nn_narrow", "ukr_nn_wide"};
+    for (int kind = 0; kind < kinds; kind++) {
+        const bool narrow = kind == 1;
+        int rows = kind ? MR2 : MR, cols = narrow ? NARROW_NR : NR;
         double flops = 2.0 * (double)(rows * cols) * (double)d, best = 0;
         for (int rep = 0; rep < 7; rep++) {
             long calls = 0;
@@ -448,6 +455,10 @@ static int run_ukr(void)
                 for (int k = 0; k < 1000; k++) {
                     if (narrow)
                         ukr_nn_narrow(d, a, B, C, NR, rows, cols, NULL, true);
+#ifdef UKR_HAS_NN_WIDE
+                    else if (kind == 2)
+                        ukr_nn_wide(d, a, B, C, NR, cols, NULL, true);
+#endif
                     else
                         ukr_nn(d, a, B, C, NR, rows, cols, NULL, true);
                     __asm__ volatile("" ::: "memory"); /* every call counts */
@@ -460,7 +471,7 @@ static int run_ukr(void)
         }
         printf("micro-kernel %s %dx%d, depth %lld, operands in L1, 1 thread: %.1f GFLOP/s "
                "(best of 7)\n",
-               narrow ? "ukr_nn_narrow" : "ukr_nn", rows, cols, (long long)d, best);
+               name[kind], rows, cols, (long long)d, best);
     }
     free(A);
     free(B);
