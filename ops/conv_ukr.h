@@ -157,6 +157,15 @@ static inline void put_row(float *c, vfloat v0, vfloat v1, int nr, vmask m0, vma
     if (mr > 5)                                                                                    \
     put_row(c + 5 * ldc, vadd(c50, z0), vadd(c51, z1), nr, m0, m1, acc)
 
+/* The column masks m0, m1 of nr columns and the bias vectors z0, z1 (0 without one). */
+#define UKR_BIAS(bias)                                                                             \
+    vmask m0 = lanes_below(nr), m1 = lanes_below(nr - VW);                                         \
+    vfloat z0 = vzero(), z1 = z0;                                                                  \
+    if (bias) {                                                                                    \
+        z0 = vload_m(bias, m0);                                                                    \
+        z1 = vload_m(bias + VW, m1);                                                               \
+    }
+
 /* C (mr x nr, ld ldc) = A B (+ bias) (+ C when acc): row i of A is a[i][0..d)
  * (all MR pointers valid), B a packed panel (d x NR, zero beyond nr), bias
  * NULL or nr values. */
@@ -171,12 +180,7 @@ __attribute__((unused)) static void ukr_nn(int64_t d, const float *const *a, con
         vfloat b0 = vload(b), b1 = vload(b + VW);
         UKR_NN_ROWS(l);
     }
-    vmask m0 = lanes_below(nr), m1 = lanes_below(nr - VW);
-    vfloat z0 = vzero(), z1 = z0;
-    if (bias) {
-        z0 = vload_m(bias, m0);
-        z1 = vload_m(bias + VW, m1);
-    }
+    UKR_BIAS(bias);
     UKR_PUT(z0, z1, acc);
 }
 
@@ -220,12 +224,7 @@ __attribute__((unused)) static void ukr_nn_seg(int64_t run, int64_t nseg, int64_
             UKR_NN_ROWS(o + l);
         }
     }
-    vmask m0 = lanes_below(nr), m1 = lanes_below(nr - VW);
-    vfloat z0 = vzero(), z1 = z0;
-    if (bias) {
-        z0 = vload_m(bias, m0);
-        z1 = vload_m(bias + VW, m1);
-    }
+    UKR_BIAS(bias);
     UKR_PUT(z0, z1, false);
 }
 
@@ -362,6 +361,17 @@ __attribute__((unused)) static void ukr_tn_narrow(int64_t d, const float *a, int
  * All MR2 rows (mr == MR2); the same per-element summation order as ukr_nn,
  * so the results are bitwise those of two MR-row calls. Not inlined: the
  * twelve row pointers need the caller's registers. */
+/* All MR2 rows of a wide block: rows 0-5 as UKR_PUT (mr == MR), then 6-11. */
+#define UKR_PUT_WIDE(z0, z1, acc)                                                                  \
+    UKR_PUT(z0, z1, acc);                                                                          \
+    c += MR * ldc;                                                                                 \
+    put_row(c, vadd(c60, z0), vadd(c61, z1), nr, m0, m1, acc);                                     \
+    put_row(c + ldc, vadd(c70, z0), vadd(c71, z1), nr, m0, m1, acc);                               \
+    put_row(c + 2 * ldc, vadd(c80, z0), vadd(c81, z1), nr, m0, m1, acc);                           \
+    put_row(c + 3 * ldc, vadd(c90, z0), vadd(c91, z1), nr, m0, m1, acc);                           \
+    put_row(c + 4 * ldc, vadd(c100, z0), vadd(c101, z1), nr, m0, m1, acc);                         \
+    put_row(c + 5 * ldc, vadd(c110, z0), vadd(c111, z1), nr, m0, m1, acc)
+
 #define UKR_HAS_NN_WIDE 1
 __attribute__((noinline, unused)) static void ukr_nn_wide(int64_t d, const float *const *a,
                                                           const float *b, float *c, int64_t ldc,
@@ -384,20 +394,8 @@ __attribute__((noinline, unused)) static void ukr_nn_wide(int64_t d, const float
         UKR_ROW(11, a11 + l);
     }
     const int mr = MR;
-    vmask m0 = lanes_below(nr), m1 = lanes_below(nr - VW);
-    vfloat z0 = vzero(), z1 = z0;
-    if (bias) {
-        z0 = vload_m(bias, m0);
-        z1 = vload_m(bias + VW, m1);
-    }
-    UKR_PUT(z0, z1, acc);
-    c += MR * ldc;
-    put_row(c, vadd(c60, z0), vadd(c61, z1), nr, m0, m1, acc);
-    put_row(c + ldc, vadd(c70, z0), vadd(c71, z1), nr, m0, m1, acc);
-    put_row(c + 2 * ldc, vadd(c80, z0), vadd(c81, z1), nr, m0, m1, acc);
-    put_row(c + 3 * ldc, vadd(c90, z0), vadd(c91, z1), nr, m0, m1, acc);
-    put_row(c + 4 * ldc, vadd(c100, z0), vadd(c101, z1), nr, m0, m1, acc);
-    put_row(c + 5 * ldc, vadd(c110, z0), vadd(c111, z1), nr, m0, m1, acc);
+    UKR_BIAS(bias);
+    UKR_PUT_WIDE(z0, z1, acc);
 }
 
 /* ukr_tn on MR2 rows at once (MR2 consecutive values of A per depth step,
@@ -426,14 +424,7 @@ __attribute__((noinline, unused)) static void ukr_tn_wide(int64_t d, const float
     const int mr = MR, nr = NR;
     const vmask m0 = lanes_below(NR), m1 = m0;
     const vfloat z = vzero();
-    UKR_PUT(z, z, acc);
-    c += MR * ldc;
-    put_row(c, c60, c61, nr, m0, m1, acc);
-    put_row(c + ldc, c70, c71, nr, m0, m1, acc);
-    put_row(c + 2 * ldc, c80, c81, nr, m0, m1, acc);
-    put_row(c + 3 * ldc, c90, c91, nr, m0, m1, acc);
-    put_row(c + 4 * ldc, c100, c101, nr, m0, m1, acc);
-    put_row(c + 5 * ldc, c110, c111, nr, m0, m1, acc);
+    UKR_PUT_WIDE(z, z, acc);
 }
 #endif
 
