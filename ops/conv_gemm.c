@@ -522,12 +522,13 @@ static void dw_seg(const conv_geom *q, const float *x, const float *dy, int64_t 
  * add steps took 106-110 ms instead of 129-150 on 2 threads). */
 
 /* Up to MR2 rows (all MR2 pointers valid) by one panel: the 12 x 32 kernel
- * when the block is full, else two MR-row blocks. */
+ * when the block is full and at least WIDE_MIN_DEPTH deep, else two MR-row
+ * blocks (the same results either way). */
 static void nn_rows2(int64_t d, const float *const *a, const float *b, float *c, int64_t ldc,
                      int mr, int nr, const float *bias, bool acc)
 {
 #ifdef UKR_HAS_NN_WIDE
-    if (mr == MR2) {
+    if (mr == MR2 && d >= WIDE_MIN_DEPTH) {
         ukr_nn_wide(d, a, b, c, ldc, nr, bias, acc);
         return;
     }
@@ -625,32 +626,16 @@ static void conv_rows_direct(const conv_geom *q, const float *in, const float *p
 
 /* C (bn rows, ld ldo) (+)= the bn rows of A from row i0 (ld lda, depth
  * [k0, k1)) times the packed panel bp of nr columns: one MR2-row narrow
- * block, or MR-row blocks. */
+ * block, or nn_rows2. */
 static inline void block_panel(const float *A, int64_t lda, int64_t i0, int64_t bn, int64_t k0,
                                int64_t k1, const float *bp, int nr, const float *bias, float *cb,
                                int64_t ldo)
 {
     const float *a[MR2];
-    if (nr <= NARROW_NR) {
-        for (int i = 0; i < MR2; i++)
-            a[i] = A + (i0 + (i < bn ? i : 0)) * lda + k0;
-        ukr_nn_narrow(k1 - k0, a, bp, cb, ldo, (int)bn, nr, bias, k0 > 0);
-        return;
-    }
-#ifdef UKR_HAS_NN_WIDE
-    if (bn == MR2 && k1 - k0 >= WIDE_MIN_DEPTH) {
-        for (int i = 0; i < MR2; i++)
-            a[i] = A + (i0 + i) * lda + k0;
-        ukr_nn_wide(k1 - k0, a, bp, cb, ldo, nr, bias, k0 > 0);
-        return;
-    }
-#endif
-    for (int64_t h = 0; h < bn; h += MR) {
-        const int mr = (int)min64(MR, bn - h);
-        for (int i = 0; i < MR; i++)
-            a[i] = A + (i0 + h + (i < mr ? i : 0)) * lda + k0;
-        ukr_nn(k1 - k0, a, bp, cb + h * ldo, ldo, mr, nr, bias, k0 > 0);
-    }
+    for (int i = 0; i < MR2; i++)
+        a[i] = A + (i0 + (i < bn ? i : 0)) * lda + k0;
+    (nr <= NARROW_NR ? ukr_nn_narrow : nn_rows2)(k1 - k0, a, bp, cb, ldo, (int)bn, nr, bias,
+                                                 k0 > 0);
 }
 
 /* Tiles [t0, t1) of the forward product through im2col (or x itself for 1x1):
