@@ -9,6 +9,7 @@
  * overwrite. Every image's header is checked (or the whole image decoded). */
 #include "datasets/convert.h"
 #include "datasets/idx.h"
+#include "datasets/jpeg_index.h"
 #include "datasets/prep.h"
 #include "datasets/listdir.h"
 #include "datasets/tfrecord.h"
@@ -186,10 +187,21 @@ static slim_status image_example(const convert_opts *o, const cfile *f, const ui
     }
     if (st)
         return st;
-    slim_example *ex;
-    if ((st = slim_example_new(&ex, err)))
-        return st;
     bool png = slim_image_sniff(data, len) == SLIM_IMAGE_PNG;
+    uint8_t *indexed = NULL;
+    size_t ilen = 0;
+    if (!png && !o->keep_jpeg_bytes &&
+        (st = slim__jpeg_add_restarts(data, len, f->path, &indexed, &ilen, err)))
+        return st;
+    if (indexed) {
+        data = indexed;
+        len = ilen;
+    }
+    slim_example *ex;
+    if ((st = slim_example_new(&ex, err))) {
+        free(indexed);
+        return st;
+    }
     const char *base = strrchr(f->path, '/');
     base = base ? base + 1 : f->path;
     int64_t lab = f->label, H = h, W = w, C = 3;
@@ -221,6 +233,7 @@ static slim_status image_example(const convert_opts *o, const cfile *f, const ui
     slim_example_set_bytes(ex, "image/filename", base, strlen(base));
     st = slim_example_serialize(ex, out, olen, err);
     slim_example_free(ex);
+    free(indexed);
     return st;
 }
 
@@ -397,6 +410,7 @@ static slim_status convert_split(const convert_opts *o, const char *split, const
     h = fnv(h, &nshards, sizeof nshards);
     h = fnv(h, split, strlen(split));
     h = fnv(h, &o->compression, sizeof o->compression);
+    h = fnv(h, &o->keep_jpeg_bytes, sizeof o->keep_jpeg_bytes);
     char plan[4096], line[256];
     snprintf(plan, sizeof plan, "%s/.slim-convert-%s.plan", o->output_dir, split);
     slim_status st = SLIM_OK;

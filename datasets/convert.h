@@ -29,6 +29,8 @@ typedef struct convert_opts {
     uint64_t seed; /* shuffle of the images (default 0, as TF-Slim's random.seed(0)) */
     bool no_shuffle;
     bool verify_decode; /* decode every image fully (default: header check) */
+    bool keep_jpeg_bytes; /* store JPEGs as they are (default: losslessly transcoded with a restart
+                             marker after every MCU, so random crops decode only what they need) */
     bool overwrite;     /* discard a previous conversion with another plan */
     slim_on_error on_error;
     slim_compression compression;

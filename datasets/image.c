@@ -11,6 +11,7 @@
  * here the way TensorFlow's jpeg_mem.cc does: with the Adobe marker the
  * values are stored inverted, so R = C*K/255; without it R = (255-C)(255-K)/255. */
 #include "datasets/image.h"
+#include "datasets/jpeg_index.h"
 #include "datasets/tfrecord.h"
 #include "engine/error.h"
 
@@ -65,6 +66,9 @@ struct slim__jpeg {
     JSAMPARRAY (*alloc_sarray)(j_common_ptr, int, JDIMENSION, JDIMENSION); /* libjpeg's own */
     bool fast_dct;         /* JDCT_IFAST instead of JDCT_ISLOW */
     bool plain_upsampling; /* do_fancy_upsampling off */
+    const uint8_t *data;   /* the image of the last header */
+    size_t len;
+    slim__jpeg_index index; /* crops of restart-indexed files */
 };
 
 void slim__jpeg_set_method(slim__jpeg *j, bool fast_dct, bool fancy_upscaling)
@@ -146,6 +150,7 @@ void slim__jpeg_free(slim__jpeg *j)
     if (!j)
         return;
     jpeg_destroy_decompress(&j->ci);
+    slim__jpeg_index_fini(&j->index);
     free(j->buf);
     free(j->row4);
     free(j);
@@ -207,6 +212,8 @@ slim_status slim__jpeg_header(slim__jpeg *j, const uint8_t *data, size_t len, co
     if (setjmp(j->em.jb))
         return jpeg_fail(j, err);
     jpeg_mem_src(&j->ci, data, (unsigned long)len);
+    j->data = data;
+    j->len = len;
     if (want_exif)
         jpeg_save_markers(&j->ci, JPEG_APP0 + 1, 0xFFFF);
     else
@@ -270,16 +277,23 @@ static void cmyk_to_rgb(const uint8_t *src, uint8_t *dst, int n, int out_c, bool
     }
 }
 
-slim_status slim__jpeg_decode(slim__jpeg *j, int denom, int channels, int rx0, int ry0, int rx1,
-                              int ry1, const uint8_t **pixels, size_t *stride, int *bx, int *bw,
-                              slim_error *err)
+/* Decode [rx0, rx1) x [ry0, ry1) of the image in ci's source; sub: that source is
+ * the index's cut, its pixel (0, 0) at (sx, sy) of the whole image. */
+static slim_status decode_region(slim__jpeg *j, int denom, int channels, int rx0, int ry0, int rx1,
+                                 int ry1, bool sub, int shift_x, int shift_y,
+                                 const uint8_t **pixels, size_t *stride, int *bx, int *bw,
+                                 slim_error *err)
 {
     struct jpeg_decompress_struct *ci = &j->ci;
-    if (!j->have_header || j->started)
-        return slim__error(err, SLIM_ESTATE, "jpeg decode without a fresh header");
+    bool cmyk = ci->jpeg_color_space == JCS_CMYK || ci->jpeg_color_space == JCS_YCCK;
     if (setjmp(j->em.jb))
         return jpeg_fail(j, err);
-    bool cmyk = ci->jpeg_color_space == JCS_CMYK || ci->jpeg_color_space == JCS_YCCK;
+    if (sub) { /* the header libjpeg just read, with the smaller size */
+        jpeg_abort_decompress(ci);
+        jpeg_save_markers(ci, JPEG_APP0 + 1, 0);
+        jpeg_mem_src(ci, j->index.sub, (unsigned long)j->index.sub_len);
+        jpeg_read_header(ci, TRUE);
+    }
     if (cmyk)
         ci->out_color_space = JCS_CMYK;
     else if (channels == 1)
@@ -303,7 +317,9 @@ slim_status slim__jpeg_decode(slim__jpeg *j, int denom, int channels, int rx0, i
         return slim__error(err, SLIM_EINTERNAL, "%s: empty decode region", j->name);
     }
     JDIMENSION xoff = (JDIMENSION)x0, width = (JDIMENSION)(x1 - x0);
-    if (x0 > 0 || x1 < W)
+    if (sub) /* whole rows of the cut: it is about as wide as the region */
+        xoff = 0, width = (JDIMENSION)W;
+    else if (x0 > 0 || x1 < W)
         jpeg_crop_scanline(ci, &xoff, &width); /* widens to iMCU boundaries */
     int oc = ci->output_components;            /* 1, 3, 4 */
     size_t st = ((size_t)width * (size_t)channels + 31) & ~(size_t)31;
@@ -333,7 +349,8 @@ slim_status slim__jpeg_decode(slim__jpeg *j, int denom, int channels, int rx0, i
             JSAMPROW row = cmyk ? j->row4 : j->buf;
             int got = (int)jpeg_read_scanlines(ci, &row, 1);
             if (got <= 0) {
-                snprintf(j->em.msg, sizeof j->em.msg, "no scanline returned at row %d", r);
+                snprintf(j->em.msg, sizeof j->em.msg, "no scanline returned at row %d",
+                         shift_y + r);
                 return jpeg_fail(j, err);
             }
             r += got;
@@ -350,7 +367,8 @@ slim_status slim__jpeg_decode(slim__jpeg *j, int denom, int channels, int rx0, i
             rows[k] = cmyk ? j->row4 : j->buf + (size_t)(r + k) * st;
         int got = (int)jpeg_read_scanlines(ci, rows, (JDIMENSION)want);
         if (got <= 0) {
-            snprintf(j->em.msg, sizeof j->em.msg, "no scanline returned at row %d", y0 + r);
+            snprintf(j->em.msg, sizeof j->em.msg, "no scanline returned at row %d",
+                     shift_y + y0 + r);
             return jpeg_fail(j, err);
         }
         if (cmyk)
@@ -367,9 +385,32 @@ slim_status slim__jpeg_decode(slim__jpeg *j, int denom, int channels, int rx0, i
     j->started = j->have_header = false;
     *pixels = j->buf;
     *stride = st;
-    *bx = (int)xoff;
+    *bx = (int)xoff + shift_x;
     *bw = (int)width;
     return SLIM_OK;
+}
+
+slim_status slim__jpeg_decode(slim__jpeg *j, int denom, int channels, int rx0, int ry0, int rx1,
+                              int ry1, const uint8_t **pixels, size_t *stride, int *bx, int *bw,
+                              slim_error *err)
+{
+    struct jpeg_decompress_struct *ci = &j->ci;
+    if (!j->have_header || j->started)
+        return slim__error(err, SLIM_ESTATE, "jpeg decode without a fresh header");
+    bool cmyk = ci->jpeg_color_space == JCS_CMYK || ci->jpeg_color_space == JCS_YCCK;
+    /* Restart-indexed files: decode a JPEG of just the MCUs the region needs. */
+    int sx = 0, sy = 0;
+    bool sub = false;
+    if (!cmyk && ci->restart_interval == 1 && !ci->progressive_mode) {
+        int sh, sw, d = denom > 0 ? denom : 1;
+        slim__jpeg_scaled_size(j, d, &sh, &sw);
+        int cx0 = rx0 < 0 ? 0 : rx0, cy0 = ry0 < 0 ? 0 : ry0;
+        int cx1 = rx1 > sw ? sw : rx1, cy1 = ry1 > sh ? sh : ry1;
+        sub = cx0 < cx1 && cy0 < cy1 &&
+              slim__jpeg_index_crop(&j->index, j->data, j->len, d, cx0, cy0, cx1, cy1, &sx, &sy);
+    }
+    return decode_region(j, denom, channels, rx0 - sx, ry0 - sy, rx1 - sx, ry1 - sy, sub, sx, sy,
+                         pixels, stride, bx, bw, err);
 }
 
 /* ---- orientation --------------------------------------------------------- */

@@ -9,6 +9,7 @@ libslim_core_la_SOURCES += \
 	datasets/tfrecord.c datasets/tfrecord.h \
 	datasets/example.c \
 	datasets/image.c datasets/image.h datasets/png.c \
+	datasets/jpeg_index.c datasets/jpeg_index.h \
 	datasets/yamltree.c datasets/yamltree.h \
 	datasets/recipe.c datasets/prep.h \
 	datasets/prep.c datasets/pixel.c datasets/bbox.c \

@@ -188,7 +188,7 @@ static int cmd_convert(int argc, char **argv)
 {
     convert_opts o = {0};
     const char *on_error = "fail", *compression = "none";
-    bool shuffle = true;
+    bool shuffle = true, jpeg_restart = true;
     o.num_threads = (int)sysconf(_SC_NPROCESSORS_ONLN);
     fdef defs[] = {
         {"dataset_name", F_STR, &o.dataset_name,
@@ -215,6 +215,9 @@ static int cmd_convert(int argc, char **argv)
         {"shuffle", F_BOOL, &shuffle, "shuffle the images before sharding (default true)"},
         {"verify_decode", F_BOOL, &o.verify_decode,
          "decode every image fully (default: header check)"},
+        {"jpeg_restart", F_BOOL, &jpeg_restart,
+         "store JPEGs losslessly transcoded with a restart marker per MCU, so random crops "
+         "decode only their MCUs (default true; --nojpeg_restart keeps the bytes)"},
         {"overwrite", F_BOOL, &o.overwrite, "replace a previous conversion made from other input"},
         {"on_error", F_STR, &on_error, "fail | skip unreadable images (default fail)"},
         {"compression", F_STR, &compression, "none | gzip | zlib (default none)"},
@@ -239,6 +242,7 @@ static int cmd_convert(int argc, char **argv)
     if (r)
         return 2;
     o.no_shuffle = !shuffle;
+    o.keep_jpeg_bytes = !jpeg_restart;
     if (!strcmp(on_error, "skip"))
         o.on_error = SLIM_ON_ERROR_SKIP;
     else if (strcmp(on_error, "fail")) {

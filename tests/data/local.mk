@@ -12,6 +12,11 @@ tests_data_test_images_SOURCES = tests/data/test_images.c $(DATA_TEST_COMMON)
 tests_data_test_images_LDADD = libslim_core.la
 TESTS += tests/data/test_images
 
+check_PROGRAMS += tests/data/test_jpeg_index
+tests_data_test_jpeg_index_SOURCES = tests/data/test_jpeg_index.c $(DATA_TEST_COMMON)
+tests_data_test_jpeg_index_LDADD = libslim_core.la
+TESTS += tests/data/test_jpeg_index
+
 check_PROGRAMS += tests/data/test_recipes
 tests_data_test_recipes_SOURCES = tests/data/test_recipes.c $(DATA_TEST_COMMON)
 tests_data_test_recipes_LDADD = libslim_core.la

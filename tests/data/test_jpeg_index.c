@@ -1,0 +1,398 @@
+/* tests/data/test_jpeg_index.c - restart-indexed JPEGs (datasets/jpeg_index.c):
+ * the transcode is lossless (the same pixels as the source), crops decoded
+ * through the index equal the whole-image decode pixel for pixel at every
+ * DCT scale, channel count, decoder setting and chroma layout, damaged files
+ * give errors or fall back to the plain decode (never a crash), and a folder
+ * conversion stores indexed JPEGs (or the source bytes with keep_jpeg_bytes).
+ * The JPEGs are made here with libjpeg; ../shared/data's files are added when
+ * present. */
+#include "datasets/convert.h"
+#include "datasets/image.h"
+#include "datasets/jpeg_index.h"
+#include "tests/data/tap.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <jpeglib.h>
+
+typedef struct layout {
+    const char *name;
+    int w, h, comps, hs, vs; /* luma sampling factors (chroma 1x1) */
+    bool progressive;
+} layout;
+
+static const layout layouts[] = {
+    {"4:2:0 227x149", 227, 149, 3, 2, 2, false},
+    {"4:2:0 640x480", 640, 480, 3, 2, 2, false},
+    {"4:2:2 100x77", 100, 77, 3, 2, 1, false},
+    {"4:4:4 96x64", 96, 64, 3, 1, 1, false},
+    {"4:1:1 131x50", 131, 50, 3, 4, 1, false},
+    {"4:4:0 90x61", 90, 61, 3, 1, 2, false},
+    {"gray 123x45", 123, 45, 1, 1, 1, false},
+    {"progressive 4:2:0 200x120", 200, 120, 3, 2, 2, true},
+};
+
+static uint64_t rng = 88172645463325252ull;
+static unsigned rnd(unsigned n)
+{
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return (unsigned)(rng % n);
+}
+
+/* A smooth picture with noise on top (so the scan has stuffed 0xFF bytes). */
+static uint8_t *make_jpeg(const layout *l, int quality, size_t *len)
+{
+    struct jpeg_compress_struct c;
+    struct jpeg_error_mgr e;
+    c.err = jpeg_std_error(&e);
+    jpeg_create_compress(&c);
+    unsigned char *buf = NULL;
+    unsigned long n = 0;
+    jpeg_mem_dest(&c, &buf, &n);
+    c.image_width = (JDIMENSION)l->w;
+    c.image_height = (JDIMENSION)l->h;
+    c.input_components = l->comps;
+    c.in_color_space = l->comps == 1 ? JCS_GRAYSCALE : JCS_RGB;
+    jpeg_set_defaults(&c);
+    jpeg_set_quality(&c, quality, TRUE);
+    c.comp_info[0].h_samp_factor = l->hs;
+    c.comp_info[0].v_samp_factor = l->vs;
+    for (int k = 1; k < l->comps; k++)
+        c.comp_info[k].h_samp_factor = c.comp_info[k].v_samp_factor = 1;
+    if (l->progressive)
+        jpeg_simple_progression(&c);
+    jpeg_start_compress(&c, TRUE);
+    uint8_t *row = malloc((size_t)l->w * (size_t)l->comps);
+    for (int y = 0; y < l->h; y++) {
+        for (int x = 0; x < l->w; x++)
+            for (int k = 0; k < l->comps; k++) {
+                int v = (x * (3 + k) + y * (5 - k)) % 256 + (int)rnd(48) - 24;
+                row[x * l->comps + k] = (uint8_t)(v < 0 ? 0 : v > 255 ? 255 : v);
+            }
+        JSAMPROW r = row;
+        jpeg_write_scanlines(&c, &r, 1);
+    }
+    jpeg_finish_compress(&c);
+    jpeg_destroy_compress(&c);
+    free(row);
+    *len = n;
+    return buf;
+}
+
+/* Whole image at scale 1/d: a copy, *stride bytes a row. */
+static uint8_t *decode_all(slim__jpeg *j, const uint8_t *d, size_t n, int denom, int ch, int *sw,
+                           int *sh, size_t *fstride)
+{
+    int H, W, comps;
+    slim_error err = {0};
+    if (slim__jpeg_header(j, d, n, "whole", false, &H, &W, &comps, NULL, &err))
+        return NULL;
+    slim__jpeg_scaled_size(j, denom, sh, sw);
+    const uint8_t *px;
+    int bx, bw;
+    if (slim__jpeg_decode(j, denom, ch, 0, 0, *sw, *sh, &px, fstride, &bx, &bw, &err))
+        return NULL;
+    uint8_t *full = malloc((size_t)*sh * *fstride);
+    memcpy(full, px, (size_t)*sh * *fstride);
+    return full;
+}
+
+/* Random regions of the indexed file, decoded through the index, against the
+ * source's whole-image decode. *cut counts the decodes that used a cut. */
+static int check_regions(slim__jpeg *j, const uint8_t *src, size_t sn, const uint8_t *idx,
+                         size_t in, int regions, int *tried, int *cut)
+{
+    int bad = 0;
+    slim__jpeg_index probe = {0};
+    for (int fast = 0; fast <= 1; fast++) {
+        slim__jpeg_set_method(j, fast, !fast);
+        for (int denom = 1; denom <= 8; denom *= 2)
+            for (int ch = 1; ch <= 4; ch += ch == 1 ? 2 : 1) {
+                int sw, sh;
+                size_t fstride;
+                uint8_t *full = decode_all(j, src, sn, denom, ch, &sw, &sh, &fstride);
+                if (!full) {
+                    bad++;
+                    continue;
+                }
+                for (int t = 0; t < regions; t++) {
+                    int x0 = (int)rnd((unsigned)sw), y0 = (int)rnd((unsigned)sh);
+                    int x1 = x0 + 1 + (int)rnd((unsigned)(sw - x0));
+                    int y1 = y0 + 1 + (int)rnd((unsigned)(sh - y0));
+                    int H, W, comps, sx, sy;
+                    slim_error err = {0};
+                    slim__jpeg_header(j, idx, in, "indexed", false, &H, &W, &comps, NULL, &err);
+                    const uint8_t *px;
+                    size_t stride;
+                    int bx, bw;
+                    if (slim__jpeg_decode(j, denom, ch, x0, y0, x1, y1, &px, &stride, &bx, &bw,
+                                          &err)) {
+                        tap_diag("%s", err.msg);
+                        bad++;
+                        continue;
+                    }
+                    (*tried)++;
+                    bool viacut =
+                        slim__jpeg_index_crop(&probe, idx, in, denom, x0, y0, x1, y1, &sx, &sy);
+                    *cut += viacut;
+                    if (bx > x0 || bx + bw < x1) {
+                        bad++;
+                        continue;
+                    }
+                    /* Without a cut, libjpeg's cropped scanlines take their first and last
+                     * columns for image edges (test_images.c): those are not compared. */
+                    int cx0 = x0, cx1 = x1;
+                    if (!viacut && bx > 0 && cx0 < bx + 2)
+                        cx0 = bx + 2;
+                    if (!viacut && bx + bw < sw && cx1 > bx + bw - 2)
+                        cx1 = bx + bw - 2;
+                    for (int y = y0; y < y1 && cx0 < cx1; y++)
+                        if (memcmp(px + (size_t)(y - y0) * stride + (size_t)(cx0 - bx) * ch,
+                                   full + (size_t)y * fstride + (size_t)cx0 * ch,
+                                   (size_t)(cx1 - cx0) * ch)) {
+                            bad++;
+                            tap_diag("differs: decoder setting %d, 1/%d, %d channels, region "
+                                     "%d,%d..%d,%d, row %d",
+                                     fast, denom, ch, x0, y0, x1, y1, y);
+                            break;
+                        }
+                }
+                free(full);
+            }
+    }
+    slim__jpeg_index_fini(&probe);
+    return bad;
+}
+
+static bool same_pixels(const uint8_t *a, size_t an, const uint8_t *b, size_t bn)
+{
+    slim_image x, y;
+    slim_decode_opts o = {.channels = 0, .name = "a"};
+    slim_error err = {0};
+    if (slim_image_decode(a, an, &o, &x, &err))
+        return false;
+    if (slim_image_decode(b, bn, &o, &y, &err)) {
+        slim_image_fini(&x);
+        return false;
+    }
+    bool same = x.width == y.width && x.height == y.height && x.channels == y.channels &&
+                !memcmp(x.data, y.data, (size_t)x.width * x.height * x.channels);
+    slim_image_fini(&x);
+    slim_image_fini(&y);
+    return same;
+}
+
+static void test_layouts(void)
+{
+    slim__jpeg *j = slim__jpeg_new();
+    for (size_t k = 0; k < sizeof layouts / sizeof *layouts; k++) {
+        const layout *l = &layouts[k];
+        size_t sn, in;
+        uint8_t *src = make_jpeg(l, 90, &sn), *idx = NULL;
+        slim_error err = {0};
+        slim_status st = slim__jpeg_add_restarts(src, sn, l->name, &idx, &in, &err);
+        tap_ok(st == SLIM_OK && idx && same_pixels(src, sn, idx, in),
+               "%s: the transcode decodes to the source's pixels (%zu -> %zu bytes)", l->name, sn,
+               in);
+        if (!idx) {
+            free(src);
+            continue;
+        }
+        /* Transcoding an indexed file again keeps it. */
+        uint8_t *again = NULL;
+        size_t an = 0;
+        st = slim__jpeg_add_restarts(idx, in, l->name, &again, &an, &err);
+        tap_ok(st == SLIM_OK && !again, "%s: an indexed file is kept as it is", l->name);
+        free(again);
+        int tried = 0, cut = 0;
+        int bad = check_regions(j, src, sn, idx, in, 6, &tried, &cut);
+        tap_ok(bad == 0 && cut > tried / 3,
+               "%s: %d crops (scales 1..1/8, 1/3/4 channels, both decoder settings), %d through "
+               "the index, equal the whole-image decode (%d differ)",
+               l->name, tried, cut, bad);
+        /* The plain file never takes the index. */
+        slim__jpeg_index probe = {0};
+        int sx, sy;
+        tap_ok(!slim__jpeg_index_crop(&probe, src, sn, 1, 1, 1, 2, 2, &sx, &sy),
+               "%s: the source (no restart markers) is not indexed", l->name);
+        slim__jpeg_index_fini(&probe);
+        free(src);
+        free(idx);
+    }
+    slim__jpeg_free(j);
+}
+
+/* Truncated and overwritten scans: every crop decodes or fails with an error. */
+static void test_damage(void)
+{
+    size_t sn, in;
+    uint8_t *src = make_jpeg(&layouts[1], 90, &sn), *idx = NULL;
+    slim_error err = {0};
+    slim__jpeg_add_restarts(src, sn, "damage", &idx, &in, &err);
+    if (!idx) {
+        tap_ok(false, "transcode for the damage cases");
+        free(src);
+        return;
+    }
+    slim__jpeg *j = slim__jpeg_new();
+    uint8_t *b = malloc(in);
+    int decoded = 0, failed = 0, other = 0;
+    for (int t = 0; t < 40; t++) {
+        memcpy(b, idx, in);
+        size_t n = in;
+        if (t < 10) {
+            n = in / 4 + (size_t)t * (in / 14); /* truncated inside the scan */
+        } else if (t < 30) {
+            for (int k = 0; k < 1 + t % 4; k++) /* bytes overwritten, markers included */
+                b[in / 8 + rnd((unsigned)(in - in / 8 - 2))] = (uint8_t)(t & 1 ? 0xFF : rnd(256));
+        } else {
+            for (size_t p = in / 3; p + 1 < in; p++) /* an RST marker renumbered */
+                if (b[p] == 0xFF && b[p + 1] >= 0xD0 && b[p + 1] <= 0xD7) {
+                    b[p + 1] = (uint8_t)(0xD0 + (b[p + 1] + 1 + (unsigned)t) % 8);
+                    break;
+                }
+        }
+        for (int r = 0; r < 4; r++) {
+            int H, W, comps;
+            if (slim__jpeg_header(j, b, n, "damaged", false, &H, &W, &comps, NULL, &err)) {
+                failed++;
+                continue;
+            }
+            int d = 1 + (r & 1), x0 = (int)rnd(640 / d - 40), y0 = (int)rnd(480 / d - 40);
+            const uint8_t *px;
+            size_t stride;
+            int bx, bw;
+            slim_status st = slim__jpeg_decode(j, d, 3, x0, y0, x0 + 40, y0 + 40, &px, &stride,
+                                               &bx, &bw, &err);
+            if (st == SLIM_OK)
+                decoded++;
+            else if (st == SLIM_ECORRUPT && strstr(err.msg, "damaged: corrupt JPEG"))
+                failed++;
+            else {
+                other++;
+                if (other < 4)
+                    tap_diag("status %d: %s", (int)st, err.msg);
+            }
+        }
+    }
+    tap_ok(other == 0 && failed > 0 && decoded > 0,
+           "damaged indexed files: %d crops decoded, %d failed with the file named, %d otherwise",
+           decoded, failed, other);
+    /* The decoder is still good afterwards. */
+    int tried = 0, cut = 0;
+    int bad = check_regions(j, src, sn, idx, in, 2, &tried, &cut);
+    tap_ok(bad == 0 && cut > 0, "the same decoder then decodes %d crops right", tried);
+    free(b);
+    free(src);
+    free(idx);
+    slim__jpeg_free(j);
+}
+
+/* Every file of ../shared/data/jpeg that transcodes: lossless, crops exact. */
+static void test_shared(void)
+{
+    const char *files[] = {"libjpeg-turbo/testorig.jpg", "libjpeg-turbo/testimgp.jpg",
+                           "libjpeg-turbo/testimgari.jpg", "libjpeg-turbo/testimggray.jpg",
+                           "pillow/iptc.jpg", "pillow/hopper_orientation_6.jpg",
+                           "pillow/jpeg_ff00_header.jpg", "pillow/junk_jpeg_header.jpg",
+                           "pillow/pil_sample_cmyk.jpg", "pillow/truncated_jpeg.jpg"};
+    slim__jpeg *j = slim__jpeg_new();
+    for (size_t k = 0; k < sizeof files / sizeof *files; k++) {
+        char p[256];
+        snprintf(p, sizeof p, "jpeg/%s", files[k]);
+        size_t sn, in;
+        uint8_t *src = tap_read_file(tap_data_path(p), &sn), *idx = NULL;
+        slim_error err = {0};
+        slim_status st = slim__jpeg_add_restarts(src, sn, files[k], &idx, &in, &err);
+        if (strstr(files[k], "cmyk") || strstr(files[k], "truncated")) {
+            tap_ok(st == SLIM_OK && !idx, "%s: kept as it is (CMYK, or damaged)", files[k]);
+        } else {
+            int tried = 0, cut = 0, bad = -1;
+            if (idx)
+                bad = check_regions(j, src, sn, idx, in, 3, &tried, &cut);
+            tap_ok(st == SLIM_OK && idx && same_pixels(src, sn, idx, in) && bad == 0 && cut > 0,
+                   "%s: transcoded losslessly (%zu -> %zu bytes); %d crops, %d through the "
+                   "index, exact",
+                   files[k], sn, in, tried, cut);
+        }
+        if (idx && strstr(files[k], "orientation")) {
+            int H, W, c, o;
+            slim__jpeg_header(j, idx, in, files[k], true, &H, &W, &c, &o, &err);
+            tap_ok(o == 6, "%s: the EXIF orientation survives (%d)", files[k], o);
+        }
+        free(src);
+        free(idx);
+    }
+    slim__jpeg_free(j);
+}
+
+/* A folder conversion stores indexed JPEGs by default, the source bytes with keep_jpeg_bytes. */
+static void test_convert(void)
+{
+    char in[600], out[600], out2[600];
+    snprintf(in, sizeof in, "%s/imgs", tap_tmpdir());
+    snprintf(out, sizeof out, "%s/indexed", tap_tmpdir());
+    snprintf(out2, sizeof out2, "%s/kept", tap_tmpdir());
+    mkdir(in, 0755);
+    char cls[700];
+    snprintf(cls, sizeof cls, "%s/a", in);
+    mkdir(cls, 0755);
+    size_t sn;
+    uint8_t *src = make_jpeg(&layouts[0], 85, &sn);
+    char f[800];
+    snprintf(f, sizeof f, "%s/x.jpg", cls);
+    tap_write_file(f, src, sn);
+    for (int keep = 0; keep <= 1; keep++) {
+        convert_opts o = {.input_dir = in, .output_dir = keep ? out2 : out, .shards = 1,
+                          .num_threads = 1, .keep_jpeg_bytes = keep};
+        convert_result res;
+        slim_error err = {0};
+        slim_status st = slim__convert_folder(&o, &res, &err);
+        char shard[800];
+        snprintf(shard, sizeof shard, "%s/train-00000-of-00001", o.output_dir);
+        slim_tfrecord_reader *r = NULL;
+        const uint8_t *d = NULL;
+        size_t len = 0;
+        int64_t off;
+        slim_example *ex = NULL;
+        const uint8_t *jb = NULL;
+        size_t jn = 0;
+        if (!st && !slim_tfrecord_open(shard, SLIM_COMPRESSION_AUTO, true, &r, &err) &&
+            !slim_tfrecord_next(r, &d, &len, &off, &err) && d &&
+            !slim_example_parse(d, len, &ex, &err))
+            slim_example_bytes(ex, "image/encoded", 0, &jb, &jn);
+        slim__jpeg_index probe = {0};
+        int sx, sy;
+        bool indexed = jb && slim__jpeg_index_crop(&probe, jb, jn, 1, 100, 60, 140, 90, &sx, &sy);
+        if (keep)
+            tap_ok(jb && jn == sn && !memcmp(jb, src, sn) && !indexed,
+                   "keep_jpeg_bytes: the record holds the source file's bytes");
+        else
+            tap_ok(jb && indexed && same_pixels(jb, jn, src, sn),
+                   "convert: the record holds an indexed JPEG with the source's pixels (%zu -> %zu "
+                   "bytes)",
+                   sn, jn);
+        slim__jpeg_index_fini(&probe);
+        slim_example_free(ex);
+        if (r)
+            slim_tfrecord_close(r);
+    }
+    free(src);
+}
+
+int main(void)
+{
+    test_layouts();
+    test_damage();
+    test_convert();
+    if (tap_shared_data())
+        test_shared();
+    else
+        tap_diag("../shared/data is absent: its files are not tried");
+    return tap_done();
+}
