@@ -115,6 +115,13 @@ static bool parse_header(const uint8_t *b, size_t n, size_t *sof, size_t *data, 
     return true;
 }
 
+bool slim__jpeg_is_indexed(const uint8_t *b, size_t n)
+{
+    size_t sof, data;
+    int X, Y, mw, mh;
+    return parse_header(b, n, &sof, &data, &X, &Y, &mw, &mh);
+}
+
 /* Segment i's entropy-coded bytes are [seg[2i], seg[2i+1]): between one RSTn
  * (or the scan header) and the next. false unless there are exactly nseg,
  * numbered in order, and the scan ends with EOI. */

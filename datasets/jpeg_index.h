@@ -29,6 +29,9 @@ void slim__jpeg_index_fini(slim__jpeg_index *x);
 bool slim__jpeg_index_crop(slim__jpeg_index *x, const uint8_t *b, size_t n, int d, int x0, int y0,
                            int x1, int y1, int *sx, int *sy);
 
+/* Whether b's headers make it restart-indexed (the scan is not checked). */
+bool slim__jpeg_is_indexed(const uint8_t *b, size_t n);
+
 /* A lossless transcode of data with a restart marker after every MCU (and
  * optimized Huffman tables; progressive files become sequential), APPn and
  * COM markers kept. *out NULL (and SLIM_OK) when the file is better kept as

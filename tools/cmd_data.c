@@ -9,6 +9,7 @@
  *   slimrun data preview --pipeline=inception DATA --out=grid.png [--num=16] [--is_training]
  */
 #include "datasets/convert.h"
+#include "datasets/jpeg_index.h"
 #include "tools/cmd.h"
 #include <slim/data.h>
 
@@ -323,6 +324,7 @@ typedef struct info_acc {
     char formats[8][16];
     int64_t format_n[8];
     int nformats;
+    int64_t indexed; /* restart-indexed JPEGs */
 } info_acc;
 
 static void hist_add(info_acc *a, int64_t l)
@@ -403,6 +405,8 @@ static void info_record(info_acc *a, const slim_example *ex, const char *image_k
             snprintf(a->formats[a->nformats++], 16, "%s", fn);
         if (k < 8)
             a->format_n[k]++;
+        if (f == SLIM_IMAGE_JPEG && slim__jpeg_is_indexed(img, ilen))
+            a->indexed++;
         if ((!h || !w || verify) && f != SLIM_IMAGE_UNKNOWN) {
             int ph, pw, pc;
             slim_error e = {0};
@@ -475,8 +479,11 @@ static void info_print(const info_acc *a, const char *label_key)
                (long long)a->images, (long long)a->min_h, (long long)a->max_h,
                a->sum_h / (double)a->images, (long long)a->min_w, (long long)a->max_w,
                a->sum_w / (double)a->images);
-    for (int k = 0; k < a->nformats; k++)
+    for (int k = 0; k < a->nformats; k++) {
         printf("%s%s %lld", k ? ", " : "; formats: ", a->formats[k], (long long)a->format_n[k]);
+        if (!strcmp(a->formats[k], "JPEG"))
+            printf(" (%lld restart-indexed)", (long long)a->indexed);
+    }
     if (a->images || a->nformats)
         printf("\n");
 }

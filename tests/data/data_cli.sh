@@ -3,7 +3,9 @@
 # the size line and the PNG it writes (PNG signature and IHDR size), DCT
 # scaling, the decoder settings (tf.image.decode_jpeg's dct_method and
 # fancy_upscaling: other pixels, same size), and the errors: a bad setting
-# (usage, exit 2), a truncated JPEG (names the file, exit 1, no output file).
+# (usage, exit 2), a truncated JPEG (names the file, exit 1, no output file);
+# `slimrun convert` of a folder stores restart-indexed JPEGs (data info counts
+# them, a preview from them equals one from --nojpeg_restart shards).
 # Needs ../shared/data (or SLIM_SHARED_DATA); skips (a "1..0 # SKIP" plan) without it.
 top_srcdir=${top_srcdir:-.}
 top_builddir=${top_builddir:-.}
@@ -58,5 +60,28 @@ rc=$?
 check "a truncated JPEG: exit 1" test $rc = 1
 check "... the error names the file" grep -q 'truncated_jpeg.jpg' "$T/b.txt"
 check "... and no output file" test ! -e "$T/b.png"
+
+# convert: restart-indexed by default, the source bytes with --nojpeg_restart
+mkdir -p "$T/in/a" "$T/in/b"
+cp "$J" "$T/in/a/1.jpg"
+cp "$DATA/jpeg/pillow/hopper.jpg" "$T/in/a/2.jpg"
+cp "$DATA/jpeg/libjpeg-turbo/testimgp.jpg" "$T/in/b/3.jpg"
+cp "$DATA/jpeg/pillow/iptc.jpg" "$T/in/b/4.jpg"
+"$SLIMRUN" convert --input_dir="$T/in" --dataset_dir="$T/idx" --shards=1 > /dev/null 2>&1
+check "convert: exit 0" test $? = 0
+"$SLIMRUN" data info "$T"/idx/train-* --verify > "$T/i.txt" 2>&1
+rc=$?
+check "data info --verify: exit 0" test $rc = 0
+check "... 4 JPEGs, all restart-indexed" grep -q 'formats: JPEG 4 (4 restart-indexed)' "$T/i.txt"
+"$SLIMRUN" convert --input_dir="$T/in" --dataset_dir="$T/plain" --shards=1 --nojpeg_restart \
+    > /dev/null 2>&1
+"$SLIMRUN" data info "$T"/plain/train-* > "$T/p.txt" 2>&1
+check "--nojpeg_restart: none indexed" grep -q 'formats: JPEG 4 (0 restart-indexed)' "$T/p.txt"
+"$SLIMRUN" data preview --pipeline=inception "$T"/idx/train-* --out="$T/g1.png" --num=8 \
+    > /dev/null 2>&1
+"$SLIMRUN" data preview --pipeline=inception "$T"/plain/train-* --out="$T/g2.png" --num=8 \
+    > /dev/null 2>&1
+check "inception training crops from both: the same preview, byte for byte" \
+    sh -c "test -s '$T/g1.png' && cmp -s '$T/g1.png' '$T/g2.png'"
 
 tap_end
