@@ -45,6 +45,7 @@ typedef struct convert_result {
     int64_t skipped; /* unreadable images (on_error skip) */
     int shards, shards_resumed;
     int num_classes;
+    int64_t indexed, kept; /* --input_records: JPEGs made restart-indexed, records kept as they are */
     char first_skip[1024];
 } convert_result;
 
@@ -55,6 +56,16 @@ slim_status slim__convert_idx(const char *name, const convert_opts *o, convert_r
 /* cifar10 / cifar100: the binary version (data_batch_N.bin / train.bin). */
 slim_status slim__convert_cifar(const char *name, const convert_opts *o, convert_result *res,
                                 slim_error *err);
+
+/* TFRecord shards of tf.train.Example -> the same shards (names, records,
+ * features, order) in o->output_dir with each JPEG under image_key (default
+ * image/encoded) restart-indexed; o->num_threads shards at a time, shards
+ * already in the output kept, labels.txt and dataset.yaml copied. A corrupt
+ * record fails (names the file, record and byte), or with SLIM_ON_ERROR_SKIP
+ * ends its file there (counted in skipped); a record whose image cannot be
+ * transcoded is kept as it is. */
+slim_status slim__convert_records(const char *const *files, int n, const char *image_key,
+                                  const convert_opts *o, convert_result *res, slim_error *err);
 
 /* Shared helpers (convert.c). */
 char **slim__read_lines(const char *path, int *n); /* non-empty lines, trimmed; NULL on failure */

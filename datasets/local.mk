@@ -15,7 +15,7 @@ libslim_core_la_SOURCES += \
 	datasets/prep.c datasets/pixel.c datasets/bbox.c \
 	datasets/dataset.c datasets/dataset.h \
 	datasets/pipeline.c datasets/pipeline.h datasets/sequence.c datasets/listdir.c datasets/listdir.h \
-	datasets/convert.c datasets/convert.h datasets/convert_raw.c
+	datasets/convert.c datasets/convert.h datasets/convert_raw.c datasets/convert_records.c
 EXTRA_DIST += datasets/example.proto
 
 # example.pb-c.[ch] are generated from datasets/example.proto by protoc-c.

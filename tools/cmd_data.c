@@ -14,6 +14,7 @@
 #include <slim/data.h>
 
 #include <errno.h>
+#include <glob.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -185,11 +186,49 @@ static void on_progress(int sd, int shards, int64_t done, int64_t total, int64_t
     fflush(stderr);
 }
 
+/* --input_records: expand the comma-separated globs, rewrite the shards. */
+static int convert_records(const char *list, const char *image_key, convert_opts *o)
+{
+    glob_t g = {0};
+    char *copy = strdup(list);
+    int flags = 0;
+    for (char *save = NULL, *tok = strtok_r(copy, ",", &save); tok;
+         tok = strtok_r(NULL, ",", &save), flags = GLOB_APPEND)
+        if (glob(tok, flags | GLOB_NOCHECK, NULL, &g) != 0)
+            break;
+    free(copy);
+    prog pg = {now_s(), isatty(2), "convert"};
+    o->progress = on_progress;
+    o->progress_user = &pg;
+    convert_result res;
+    slim_error err = {0};
+    slim_status st = slim__convert_records((const char *const *)g.gl_pathv, (int)g.gl_pathc,
+                                           image_key, o, &res, &err);
+    globfree(&g);
+    if (pg.tty)
+        fprintf(stderr, "\n");
+    if (st)
+        return fail("convert", &err);
+    double dt = now_s() - pg.t0;
+    printf("rewrote %lld records in %d shard%s%s to %s: %lld JPEGs restart-indexed, %lld records "
+           "kept as they were (%.1f s, %.0f records/s)\n",
+           (long long)res.images, res.shards, res.shards == 1 ? "" : "s",
+           res.shards_resumed ? " (some already there)" : "", o->output_dir,
+           (long long)res.indexed, (long long)res.kept, dt, dt > 0 ? (double)res.images / dt : 0);
+    if (res.skipped)
+        printf("dropped the rest of %lld file%s after a corrupt record, e.g. %s\n",
+               (long long)res.skipped, res.skipped == 1 ? "" : "s", res.first_skip);
+    else if (res.first_skip[0])
+        printf("kept a record whose image did not transcode: %s\n", res.first_skip);
+    return 0;
+}
+
 static int cmd_convert(int argc, char **argv)
 {
     convert_opts o = {0};
     const char *on_error = "fail", *compression = "none";
     bool shuffle = true, jpeg_restart = true;
+    const char *input_records = NULL, *image_key = NULL;
     o.num_threads = (int)sysconf(_SC_NPROCESSORS_ONLN);
     fdef defs[] = {
         {"dataset_name", F_STR, &o.dataset_name,
@@ -216,6 +255,10 @@ static int cmd_convert(int argc, char **argv)
         {"shuffle", F_BOOL, &shuffle, "shuffle the images before sharding (default true)"},
         {"verify_decode", F_BOOL, &o.verify_decode,
          "decode every image fully (default: header check)"},
+        {"input_records", F_STR, &input_records,
+         "TFRecord shards (comma-separated files or globs) to rewrite into --dataset_dir with "
+         "their JPEGs restart-indexed, all else kept"},
+        {"image_key", F_STR, &image_key, "--input_records: the image feature (default image/encoded)"},
         {"jpeg_restart", F_BOOL, &jpeg_restart,
          "store JPEGs losslessly transcoded with a restart marker per MCU, so random crops "
          "decode only their MCUs (default true; --nojpeg_restart keeps the bytes)"},
@@ -264,8 +307,11 @@ static int cmd_convert(int argc, char **argv)
         fprintf(stderr, "slimrun convert: --image_format is png or raw\n");
         return 2;
     }
+    if (input_records && o.output_dir)
+        return convert_records(input_records, image_key, &o);
     if (!o.input_dir || !o.output_dir) {
-        fprintf(stderr, "slimrun convert: --input_dir and --dataset_dir are required\n");
+        fprintf(stderr, "slimrun convert: --input_dir (or --input_records) and --dataset_dir are "
+                        "required\n");
         return 2;
     }
     prog pg = {now_s(), isatty(2), "convert"};

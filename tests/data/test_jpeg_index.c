@@ -3,7 +3,8 @@
  * through the index equal the whole-image decode pixel for pixel at every
  * DCT scale, channel count, decoder setting and chroma layout, damaged files
  * give errors or fall back to the plain decode (never a crash), and a folder
- * conversion stores indexed JPEGs (or the source bytes with keep_jpeg_bytes).
+ * conversion stores indexed JPEGs (or the source bytes with keep_jpeg_bytes),
+ * as does rewriting shards of source JPEGs (--input_records).
  * The JPEGs are made here with libjpeg; ../shared/data's files are added when
  * present. */
 #include "datasets/convert.h"
@@ -15,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <jpeglib.h>
 
@@ -385,11 +387,141 @@ static void test_convert(void)
     free(src);
 }
 
+static uint8_t *slurp(const char *path, size_t *n)
+{
+    uint8_t *d = tap_read_file(path, n);
+    if (!d)
+        *n = 0;
+    return d;
+}
+
+/* --input_records: shards of source JPEGs -> the shards a default folder conversion writes. */
+static void test_records(void)
+{
+    char in[600], plain[600], idx[600], re[600];
+    snprintf(in, sizeof in, "%s/imgs2", tap_tmpdir());
+    snprintf(plain, sizeof plain, "%s/plain2", tap_tmpdir());
+    snprintf(idx, sizeof idx, "%s/idx2", tap_tmpdir());
+    snprintf(re, sizeof re, "%s/re2", tap_tmpdir());
+    mkdir(in, 0755);
+    for (int c = 0; c < 2; c++) {
+        char cls[700];
+        snprintf(cls, sizeof cls, "%s/c%d", in, c);
+        mkdir(cls, 0755);
+        for (int i = 0; i < 3; i++) {
+            size_t sn;
+            uint8_t *src = make_jpeg(&layouts[(size_t)(c * 3 + i) % 8], 80 + i, &sn);
+            char f[800];
+            snprintf(f, sizeof f, "%s/%d.jpg", cls, i);
+            tap_write_file(f, src, sn);
+            free(src);
+        }
+    }
+    convert_result res;
+    slim_error err = {0};
+    convert_opts o = {.input_dir = in, .output_dir = plain, .shards = 2, .num_threads = 2,
+                      .keep_jpeg_bytes = true};
+    slim_status st = slim__convert_folder(&o, &res, &err);
+    o.output_dir = idx;
+    o.keep_jpeg_bytes = false;
+    if (!st)
+        st = slim__convert_folder(&o, &res, &err);
+    char s0[800], s1[800];
+    snprintf(s0, sizeof s0, "%s/train-00000-of-00002", plain);
+    snprintf(s1, sizeof s1, "%s/train-00001-of-00002", plain);
+    const char *files[2] = {s0, s1};
+    convert_opts r = {.output_dir = re, .num_threads = 2};
+    if (!st)
+        st = slim__convert_records(files, 2, NULL, &r, &res, &err);
+    bool same = !st;
+    for (int k = 0; k < 2 && same; k++) {
+        char a[800], b[800];
+        snprintf(a, sizeof a, "%s/train-0000%d-of-00002", idx, k);
+        snprintf(b, sizeof b, "%s/train-0000%d-of-00002", re, k);
+        size_t an, bn;
+        uint8_t *x = slurp(a, &an), *y = slurp(b, &bn);
+        same = x && y && an == bn && !memcmp(x, y, an);
+        free(x);
+        free(y);
+    }
+    char lab[800];
+    snprintf(lab, sizeof lab, "%s/labels.txt", re);
+    tap_ok(same && res.indexed == 6 && res.kept == 0 && res.images == 6 && access(lab, R_OK) == 0,
+           "--input_records: 6 records rewritten, the shards equal the folder conversion's byte "
+           "for byte, labels.txt copied (%s)",
+           st ? err.msg : "");
+    /* Again: the shards are there (resume). */
+    st = slim__convert_records(files, 2, NULL, &r, &res, &err);
+    tap_ok(!st && res.shards_resumed == 2, "--input_records again: both shards kept (%d)",
+           res.shards_resumed);
+    /* The input's own folder is refused. */
+    convert_opts self = {.output_dir = plain, .num_threads = 1};
+    char moved[800];
+    snprintf(moved, sizeof moved, "%s/renamed", plain);
+    rename(s1, moved);
+    const char *one[1] = {moved};
+    st = slim__convert_records(one, 1, NULL, &self, &res, &err);
+    tap_ok(st == SLIM_EINVAL && strstr(err.msg, "the output folder is the input's"),
+           "--input_records into the input's folder is refused: %s", err.msg);
+    /* A corrupt record: fail names it; skip ends that file there. */
+    size_t n;
+    uint8_t *d = slurp(s0, &n);
+    if (d && n > 100) {
+        d[n / 2] ^= 0x5a;
+        char bad[800], out3[800];
+        snprintf(bad, sizeof bad, "%s/bad-00000", tap_tmpdir());
+        snprintf(out3, sizeof out3, "%s/re3", tap_tmpdir());
+        tap_write_file(bad, d, n);
+        const char *b1[1] = {bad};
+        convert_opts f = {.output_dir = out3, .num_threads = 1};
+        st = slim__convert_records(b1, 1, NULL, &f, &res, &err);
+        tap_ok(st == SLIM_ECORRUPT && strstr(err.msg, "bad-00000") && strstr(err.msg, "CRC"),
+               "a corrupt record fails, naming the file: %s", err.msg);
+        f.on_error = SLIM_ON_ERROR_SKIP;
+        st = slim__convert_records(b1, 1, NULL, &f, &res, &err);
+        tap_ok(!st && res.skipped == 1 && res.images < 3,
+               "on_error skip: the file ends at the corrupt record (%lld kept, %lld dropped)",
+               (long long)res.images, (long long)res.skipped);
+    }
+    free(d);
+    /* A record without a JPEG is copied as it is. */
+    char pngrec[800], out4[800];
+    snprintf(pngrec, sizeof pngrec, "%s/png-00000", tap_tmpdir());
+    snprintf(out4, sizeof out4, "%s/re4", tap_tmpdir());
+    uint8_t px[12] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}, *png = NULL, *ex = NULL;
+    slim_image img = {.data = px, .width = 2, .height = 2, .channels = 3};
+    size_t pl = 0, el = 0;
+    slim_example *e = NULL;
+    slim_tfrecord_writer *w = NULL;
+    if (!slim_image_encode_png(&img, &png, &pl, &err) && !slim_example_new(&e, &err) &&
+        !slim_example_set_bytes(e, "image/encoded", png, pl) &&
+        !slim_example_serialize(e, &ex, &el, &err) &&
+        !slim_tfrecord_writer_new(pngrec, SLIM_COMPRESSION_NONE, &w, &err)) {
+        slim_tfrecord_write(w, ex, el, &err);
+        slim_tfrecord_writer_close(w, &err);
+    }
+    const char *p1[1] = {pngrec};
+    convert_opts q = {.output_dir = out4, .num_threads = 1};
+    st = slim__convert_records(p1, 1, NULL, &q, &res, &err);
+    char o4[900];
+    snprintf(o4, sizeof o4, "%s/png-00000", out4);
+    size_t an, bn;
+    uint8_t *x = slurp(pngrec, &an), *y = slurp(o4, &bn);
+    tap_ok(!st && res.kept == 1 && res.indexed == 0 && x && y && an == bn && !memcmp(x, y, an),
+           "a PNG record is copied byte for byte");
+    free(x);
+    free(y);
+    free(png);
+    free(ex);
+    slim_example_free(e);
+}
+
 int main(void)
 {
     test_layouts();
     test_damage();
     test_convert();
+    test_records();
     if (tap_shared_data())
         test_shared();
     else
