@@ -5,7 +5,8 @@
 # fancy_upscaling: other pixels, same size), and the errors: a bad setting
 # (usage, exit 2), a truncated JPEG (names the file, exit 1, no output file);
 # `slimrun convert` of a folder stores restart-indexed JPEGs (data info counts
-# them, a preview from them equals one from --nojpeg_restart shards).
+# them, a preview from them equals one from --nojpeg_restart shards), and
+# --input_records rewrites TensorFlow-written shards the same way.
 # Needs ../shared/data (or SLIM_SHARED_DATA); skips (a "1..0 # SKIP" plan) without it.
 top_srcdir=${top_srcdir:-.}
 top_builddir=${top_builddir:-.}
@@ -83,5 +84,22 @@ check "--nojpeg_restart: none indexed" grep -q 'formats: JPEG 4 (0 restart-index
     > /dev/null 2>&1
 check "inception training crops from both: the same preview, byte for byte" \
     sh -c "test -s '$T/g1.png' && cmp -s '$T/g1.png' '$T/g2.png'"
+
+# --input_records on shards TensorFlow wrote: JPEGs indexed, the same crops; PNG shard as it was
+TF=$DATA/tfrecord
+"$SLIMRUN" convert --input_records="$TF/tensorflow_c_testdata_tf_record,$TF/slim_gan_cifar10_train.tfrecord" \
+    --dataset_dir="$T/tfre" > "$T/r.txt" 2>&1
+rc=$?
+check "--input_records on TensorFlow-written shards: exit 0" test $rc = 0
+check "... 3 JPEGs restart-indexed, 1 record kept" \
+    grep -q '3 JPEGs restart-indexed, 1 records kept' "$T/r.txt"
+check "... the PNG shard is copied byte for byte" \
+    cmp -s "$TF/slim_gan_cifar10_train.tfrecord" "$T/tfre/slim_gan_cifar10_train.tfrecord"
+"$SLIMRUN" data preview --pipeline=inception "$TF/tensorflow_c_testdata_tf_record" \
+    --out="$T/t1.png" --num=6 > /dev/null 2>&1
+"$SLIMRUN" data preview --pipeline=inception "$T/tfre/tensorflow_c_testdata_tf_record" \
+    --out="$T/t2.png" --num=6 > /dev/null 2>&1
+check "... and the same inception preview as the original" \
+    sh -c "test -s '$T/t1.png' && cmp -s '$T/t1.png' '$T/t2.png'"
 
 tap_end
