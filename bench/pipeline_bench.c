@@ -166,6 +166,7 @@ static double pipeline_rate(const cfg *c, const char *mode, int threads,
     s1.examples -= s0.examples;
     s1.roi_decodes -= s0.roi_decodes;
     s1.scaled_decodes -= s0.scaled_decodes;
+    s1.indexed_decodes -= s0.indexed_decodes;
     s1.wait_seconds -= s0.wait_seconds;
     *out_st = s1;
     *other = bench_other_cores(c0, c1);
@@ -399,8 +400,9 @@ int main(int argc, char **argv)
                     if (st.stage_count[k])
                         printf(" %s=%.0f", slim_stage_name((slim_stage)k),
                                1e6 * st.stage_seconds[k] / (double)st.examples);
-                printf(" roi=%.2f scaled=%.3f", (double)st.roi_decodes / (double)st.examples,
-                       (double)st.scaled_decodes / (double)st.examples);
+                printf(" roi=%.2f scaled=%.3f cut=%.2f", (double)st.roi_decodes / (double)st.examples,
+                       (double)st.scaled_decodes / (double)st.examples,
+                       (double)st.indexed_decodes / (double)st.examples);
             }
             printf("\n");
             fflush(stdout);

@@ -69,7 +69,13 @@ struct slim__jpeg {
     const uint8_t *data;   /* the image of the last header */
     size_t len;
     slim__jpeg_index index; /* crops of restart-indexed files */
+    bool last_cut;
 };
+
+bool slim__jpeg_last_cut(const slim__jpeg *j)
+{
+    return j->last_cut;
+}
 
 void slim__jpeg_set_method(slim__jpeg *j, bool fast_dct, bool fancy_upscaling)
 {
@@ -409,8 +415,10 @@ slim_status slim__jpeg_decode(slim__jpeg *j, int denom, int channels, int rx0, i
         sub = cx0 < cx1 && cy0 < cy1 &&
               slim__jpeg_index_crop(&j->index, j->data, j->len, d, cx0, cy0, cx1, cy1, &sx, &sy);
     }
-    return decode_region(j, denom, channels, rx0 - sx, ry0 - sy, rx1 - sx, ry1 - sy, sub, sx, sy,
-                         pixels, stride, bx, bw, err);
+    slim_status st = decode_region(j, denom, channels, rx0 - sx, ry0 - sy, rx1 - sx, ry1 - sy, sub,
+                                   sx, sy, pixels, stride, bx, bw, err);
+    j->last_cut = !st && sub;
+    return st;
 }
 
 /* ---- orientation --------------------------------------------------------- */

@@ -36,6 +36,9 @@ slim_status slim__jpeg_decode(slim__jpeg *j, int denom, int channels, int x0, in
                               int y1, const uint8_t **pixels, size_t *stride, int *bx, int *bw,
                               slim_error *err);
 
+/* Whether the last successful decode went through a restart-index cut. */
+bool slim__jpeg_last_cut(const slim__jpeg *j);
+
 /* PNG: a fast path for 8-bit gray/RGB non-interlaced images with a zlib
  * stream reused per thread, libpng for the rest. p may be NULL. *out grows
  * (capacity *cap); channels 0 = as stored. */

@@ -321,6 +321,8 @@ static void *worker_main(void *arg)
                 p->st.roi_decodes++;
             if (tr.scale_denom > 1)
                 p->st.scaled_decodes++;
+            if (tr.cut)
+                p->st.indexed_decodes++;
             if (tr.decoded_w && !tr.roi)
                 p->st.full_decodes++;
             if (tr.n_boxes > 0)

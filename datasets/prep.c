@@ -420,6 +420,7 @@ static slim_status materialize(run *r)
             slim__jpeg_decode(s->jpeg, d, C, x0, y0, x1, y1, &px, &stride, &bx, &bw, r->err);
         if (st)
             return st;
+        tr->cut = slim__jpeg_last_cut(s->jpeg);
         base8 = px;
         by = y0;
         tr->roi = !(x0 == 0 && y0 == 0 && x1 == SW && y1 == SH);

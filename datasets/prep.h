@@ -128,6 +128,7 @@ typedef struct prep_trace {
     bool bbox_fallback;       /* no attempt satisfied the constraints: the whole image */
     int scale_denom;          /* DCT scale used */
     bool roi;                 /* decoded a region, not the whole image */
+    bool cut;                 /* ... from a restart-indexed cut of just its MCUs */
     int decoded_w, decoded_h; /* pixels decoded */
     double brightness, saturation, hue, contrast; /* drawn values (0 / 1 when unused) */
     int color_ordering;

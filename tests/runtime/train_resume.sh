@@ -225,13 +225,28 @@ EOF2
         --batch_size=8 --num_threads=2 --num_preprocessing_threads=1 --steps=5 --warmup=1 \
         > "$T/starved.log" 2>&1
     if [ $? -eq 0 ] && has "$T/starved.log" "verdict: input-bound" && \
-        has "$T/starved.log" "num_preprocessing_threads"; then
-        ok "slimrun profile on a starved pipeline: input-bound, with advice"
+        has "$T/starved.log" "num_preprocessing_threads" && \
+        has "$T/starved.log" "store the JPEGs restart-indexed"; then
+        ok "slimrun profile on a starved pipeline: input-bound, with advice (restart-indexed JPEGs)"
     else
         not_ok "slimrun profile on a starved pipeline"; sed 's/^/# /' "$T/starved.log"
     fi
+    # the same photos converted (restart-indexed): the crops are cuts, the advice says so
+    "$SLIMRUN" convert --input_dir="$T/photos" --dataset_dir="$T/photo_rec" --shards=1 \
+        > /dev/null 2>&1
+    "$SLIMRUN" profile --model="$T/tiny224.yaml" --file_pattern="$T/photo_rec/train-*" \
+        --preprocessing_name=inception --num_classes=2 --learning_rate_decay_type=fixed \
+        --batch_size=8 --num_threads=2 --num_preprocessing_threads=1 --steps=5 --warmup=1 \
+        > "$T/starved2.log" 2>&1
+    if [ $? -eq 0 ] && has "$T/starved2.log" "verdict: input-bound" && \
+        ! has "$T/starved2.log" "store the JPEGs restart-indexed"; then
+        ok "... from restart-indexed shards: still input-bound, no advice to index them"
+    else
+        not_ok "starved profile from restart-indexed shards"; sed 's/^/# /' "$T/starved2.log"
+    fi
 else
     n=$((n + 1)); echo "ok $n - starved profile # SKIP no photos ($PHOTOS)"
+    n=$((n + 1)); echo "ok $n - starved profile from indexed shards # SKIP no photos ($PHOTOS)"
 fi
 
 # 9b. global-norm clipping from the command line, with sgd and momentum (whose
