@@ -167,6 +167,8 @@ bool slim__jpeg_index_crop(slim__jpeg_index *x, const uint8_t *b, size_t n, int 
     if (n >= UINT32_MAX || d < 1 || d > 8 || !parse_header(b, n, &sof, &data, &X, &Y, &mw, &mh))
         return false;
     int mcux = (X + mw - 1) / mw, mcuy = (Y + mh - 1) / mh;
+    if ((size_t)mcux * (size_t)mcuy > (n - data) / 2) /* each MCU but the last ends in RSTn */
+        return false;
     if (!index_scan(x, b, n, data, (size_t)mcux * (size_t)mcuy))
         return false;
     /* The region in full-resolution pixels, widened by the upsampling margin

@@ -229,7 +229,8 @@ static void test_layouts(void)
     slim__jpeg_free(j);
 }
 
-/* Truncated and overwritten scans: every crop decodes or fails with an error. */
+/* Truncated and overwritten scans and headers: every crop decodes or fails
+ * with an error naming the file. */
 static void test_damage(void)
 {
     size_t sn, in;
@@ -244,10 +245,18 @@ static void test_damage(void)
     slim__jpeg *j = slim__jpeg_new();
     uint8_t *b = malloc(in);
     int decoded = 0, failed = 0, other = 0;
-    for (int t = 0; t < 40; t++) {
+    /* SLIM_DAMAGE_ROUNDS=N: more rounds of each kind (a fuzzing run under the sanitizers). */
+    const char *env = getenv("SLIM_DAMAGE_ROUNDS");
+    int rounds = env && atoi(env) > 0 ? atoi(env) : 1, total = 60 * rounds;
+    for (int u = 0; u < total; u++) {
+        int t = u % 60;
         memcpy(b, idx, in);
         size_t n = in;
-        if (t < 10) {
+        if (t >= 40) {
+            /* the headers and the scan's start: the frame size, tables, DRI, SOS */
+            for (int k = 0; k < 1 + t % 3; k++)
+                b[rnd(700)] = (uint8_t)rnd(256);
+        } else if (t < 10) {
             n = in / 4 + (size_t)t * (in / 14); /* truncated inside the scan */
         } else if (t < 30) {
             for (int k = 0; k < 1 + t % 4; k++) /* bytes overwritten, markers included */
@@ -265,12 +274,17 @@ static void test_damage(void)
                 failed++;
                 continue;
             }
-            int d = 1 + (r & 1), x0 = (int)rnd(640 / d - 40), y0 = (int)rnd(480 / d - 40);
+            /* a region inside the size the (maybe damaged) header gives */
+            int d = 1 + (r & 1), sh, sw;
+            slim__jpeg_scaled_size(j, d, &sh, &sw);
+            int x0 = (int)rnd((unsigned)sw), y0 = (int)rnd((unsigned)sh);
+            int x1 = x0 + 1 + (int)rnd((unsigned)(sw - x0 < 40 ? sw - x0 : 40));
+            int y1 = y0 + 1 + (int)rnd((unsigned)(sh - y0 < 40 ? sh - y0 : 40));
             const uint8_t *px;
             size_t stride;
             int bx, bw;
-            slim_status st = slim__jpeg_decode(j, d, 3, x0, y0, x0 + 40, y0 + 40, &px, &stride,
-                                               &bx, &bw, &err);
+            slim_status st =
+                slim__jpeg_decode(j, d, 3, x0, y0, x1, y1, &px, &stride, &bx, &bw, &err);
             if (st == SLIM_OK)
                 decoded++;
             else if (st == SLIM_ECORRUPT && strstr(err.msg, "damaged: corrupt JPEG"))
@@ -283,8 +297,9 @@ static void test_damage(void)
         }
     }
     tap_ok(other == 0 && failed > 0 && decoded > 0,
-           "damaged indexed files: %d crops decoded, %d failed with the file named, %d otherwise",
-           decoded, failed, other);
+           "damaged indexed files (%d): %d crops decoded, %d failed with the file named, %d "
+           "otherwise",
+           total, decoded, failed, other);
     /* The decoder is still good afterwards. */
     int tried = 0, cut = 0;
     int bad = check_regions(j, src, sn, idx, in, 2, &tried, &cut);
