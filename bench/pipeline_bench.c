@@ -400,7 +400,8 @@ int main(int argc, char **argv)
                     if (st.stage_count[k])
                         printf(" %s=%.0f", slim_stage_name((slim_stage)k),
                                1e6 * st.stage_seconds[k] / (double)st.examples);
-                printf(" roi=%.2f scaled=%.3f cut=%.2f", (double)st.roi_decodes / (double)st.examples,
+                printf(" roi=%.2f scaled=%.3f cut=%.2f",
+                       (double)st.roi_decodes / (double)st.examples,
                        (double)st.scaled_decodes / (double)st.examples,
                        (double)st.indexed_decodes / (double)st.examples);
             }

@@ -258,8 +258,8 @@ static void t_free(transcode *t)
     free(t);
 }
 
-slim_status slim__jpeg_add_restarts(const uint8_t *data, size_t len, const char *name, uint8_t **out,
-                                    size_t *olen, slim_error *err)
+slim_status slim__jpeg_add_restarts(const uint8_t *data, size_t len, const char *name,
+                                    uint8_t **out, size_t *olen, slim_error *err)
 {
     *out = NULL;
     *olen = 0;
@@ -271,8 +271,8 @@ slim_status slim__jpeg_add_restarts(const uint8_t *data, size_t len, const char 
     t->pub.emit_message = t_emit;
     t->di.client_data = t->co.client_data = t;
     if (setjmp(t->jb)) {
-        slim_status st = slim__error(err, SLIM_ECORRUPT, "%s: corrupt JPEG: %s",
-                                     name ? name : "image", t->msg);
+        slim_status st =
+            slim__error(err, SLIM_ECORRUPT, "%s: corrupt JPEG: %s", name ? name : "image", t->msg);
         t_free(t);
         return st;
     }

@@ -241,7 +241,7 @@ static slim_status conv_infer(slim_infer_ctx *c)
     int64_t M = f->N * f->OH * f->OW;
     f->T = slim__conv_tile_rows(f, M, nth);
     t->T = slim__conv_tile_rows(t, f->N * f->H * f->W, nth);
-    /* Winograd F(4x4, 3x3) for the forward, the gathered data gradient and
+    /* Winograd F(4x4, 3x3) or F(2x2, 5x5) for the forward, the gathered data gradient and
      * the filter gradient */
     const char *wino = c->attr_str(c, "winograd");
     if (wino_use(p, f, wino, WINO_MIN_CH))
@@ -867,7 +867,8 @@ static const slim_attr_spec conv_attrs[] = {
      .def = "auto",
      .choices = "auto|on|off",
      .doc =
-         "Winograd F(4x4,3x3) for 3x3 stride-1 undilated ungrouped convolutions (forward, "
+         "Winograd F(4x4,3x3) for 3x3 and F(2x2,5x5) for 5x5 stride-1 undilated ungrouped "
+         "convolutions (forward, "
          "data and filter gradients): auto = when both channel counts are at least 16 (32 for the "
          "filter gradient), on = always for "
          "such shapes, off = never (the direct kernels, closer to the exact sum)"},

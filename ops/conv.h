@@ -31,7 +31,7 @@ typedef struct conv_geom {
     int64_t K;              /* GEMM depth: KH*KW*Cg */
     int64_t T;              /* output rows per im2col tile (a multiple of MR but on small M) */
     bool pointwise;         /* 1x1, stride 1, no padding: in is the A matrix */
-    int64_t TB;             /* Winograd: 4x4 output tiles per block (0: not Winograd) */
+    int64_t TB;             /* Winograd: output tiles (4x4, 5x5 filters: 2x2) per block (0: not) */
 } conv_geom;
 
 /* Everything the kernels need, filled by infer. */
@@ -151,7 +151,7 @@ void slim__conv_gemm_backward(const slim_kernel_ctx *c);
 
 /* ---- ops/conv_wino.c -------------------------------------------------------- */
 
-/* 3x3, stride 1, no dilation, no groups: what F(4x4, 3x3) computes. */
+/* 3x3 or 5x5, stride 1, no dilation, no groups: what F(4x4, 3x3) and F(2x2, 5x5) compute. */
 bool slim__wino_shape(const conv_geom *q);
 /* Tiles per block for nth threads (q->TB). */
 int64_t slim__wino_block(const conv_geom *q, int nth);

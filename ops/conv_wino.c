@@ -1,7 +1,8 @@
 /*
- * ops/conv_wino.c - Winograd F(4x4, 3x3) for 3x3 convolutions of stride 1,
- * no dilation and no groups: the forward pass, and through conv(dy, flip(w)^T)
- * the data gradient (ops/conv_gemm.c decides which runs here).
+ * ops/conv_wino.c - Winograd F(4x4, 3x3) for 3x3 and F(2x2, 5x5) for 5x5
+ * convolutions of stride 1, no dilation and no groups: the forward pass,
+ * through conv(dy, flip(w)^T) the data gradient, and the filter gradient
+ * (ops/conv_gemm.c decides which runs here).
  *
  * Each 4x4 block of outputs (a "tile") is computed from the 6x6 block of
  * input under it: with d that input, g a 3x3 filter and the transforms of
@@ -11,7 +12,10 @@
  *     Y = A^T [ (G g G^T) .* (B^T d B) ] A,
  *
  * a sum over input channels of 36 element-wise products instead of 144
- * multiply-adds per output channel. Summed over channels, the 36 products
+ * multiply-adds per output channel. F(2x2, 5x5) uses the same points, so the
+ * same 6x6 input transform B^T d B: G becomes 6x5 (the filter's 5 taps
+ * evaluated at the points, rows scaled as for 3 taps) and A^T 2x6, and a
+ * 2x2 block of outputs takes 36 products instead of 100. Summed over channels, the 36 products
  * are 36 independent GEMMs:
  *
  *     M[xi] (tiles x O) = V[xi] (tiles x C) * U[xi] (C x O),   xi = 0..35,
@@ -42,21 +46,27 @@
 
 bool slim__wino_shape(const conv_geom *q)
 {
-    return q->KH == 3 && q->KW == 3 && q->SH == 1 && q->SW == 1 && q->DH == 1 && q->DW == 1 &&
-           q->G == 1 && !q->pointwise;
+    return (q->KH == 3 || q->KH == 5) && q->KW == q->KH && q->SH == 1 && q->SW == 1 && q->DH == 1 &&
+           q->DW == 1 && q->G == 1 && !q->pointwise;
+}
+
+/* Output tile side: 4 for F(4x4, 3x3), 2 for F(2x2, 5x5). */
+static int tile_m(const conv_geom *q)
+{
+    return q->KH == 5 ? 2 : 4;
 }
 
 static int64_t tiles_h(const conv_geom *q)
 {
-    return (q->OH + 3) / 4;
+    return (q->OH + tile_m(q) - 1) / tile_m(q);
 }
 
 static int64_t tiles_w(const conv_geom *q)
 {
-    return (q->OW + 3) / 4;
+    return (q->OW + tile_m(q) - 1) / tile_m(q);
 }
 
-/* 4x4 output tiles of the whole batch */
+/* output tiles of the whole batch */
 static int64_t n_tiles(const conv_geom *q)
 {
     return q->N * tiles_h(q) * tiles_w(q);
@@ -122,56 +132,101 @@ size_t slim__wino_ws_floats(const conv_geom *q)
 
 /* ---- the filter: U = G g G^T, packed ---------------------------------------- */
 
+/* One row (ob, ci) of U for a 3x3 filter: g[9][NR] -> 36 vectors at dst
+ * (plane apart). Explicit, as the transform runs over every filter value
+ * on every call. */
+static void pack_row3(const float (*g)[NR], float *dst, int64_t plane)
+{
+    float t[6][3][NR];
+    for (int kw = 0; kw < 3; kw++) /* t (6x3) = G g */
+        for (int j = 0; j < NR; j++) {
+            float v0 = g[kw][j], v1 = g[3 + kw][j], v2 = g[6 + kw][j];
+            t[0][kw][j] = v0 * 0.25f;
+            t[1][kw][j] = -(v0 + v1 + v2) * (1.0f / 6.0f);
+            t[2][kw][j] = -(v0 - v1 + v2) * (1.0f / 6.0f);
+            t[3][kw][j] = v0 * (1.0f / 24.0f) + v1 * (1.0f / 12.0f) + v2 * (1.0f / 6.0f);
+            t[4][kw][j] = v0 * (1.0f / 24.0f) - v1 * (1.0f / 12.0f) + v2 * (1.0f / 6.0f);
+            t[5][kw][j] = v2;
+        }
+    for (int i = 0; i < 6; i++) { /* u (6x6) = t G^T, row i */
+        float u[6][NR];
+        for (int j = 0; j < NR; j++) {
+            float v0 = t[i][0][j], v1 = t[i][1][j], v2 = t[i][2][j];
+            u[0][j] = v0 * 0.25f;
+            u[1][j] = -(v0 + v1 + v2) * (1.0f / 6.0f);
+            u[2][j] = -(v0 - v1 + v2) * (1.0f / 6.0f);
+            u[3][j] = v0 * (1.0f / 24.0f) + v1 * (1.0f / 12.0f) + v2 * (1.0f / 6.0f);
+            u[4][j] = v0 * (1.0f / 24.0f) - v1 * (1.0f / 12.0f) + v2 * (1.0f / 6.0f);
+            u[5][j] = v2;
+        }
+        for (int k = 0; k < 6; k++)
+            memcpy(dst + (i * 6 + k) * plane, u[k], sizeof u[k]);
+    }
+}
+
+/* G (6x5) applied to 5 vectors: the taps at the points, rows scaled as for 3 taps. */
+static inline __attribute__((always_inline)) void g5(const float *v0, const float *v1,
+                                                     const float *v2, const float *v3,
+                                                     const float *v4, float (*o)[NR])
+{
+    for (int j = 0; j < NR; j++) {
+        float s024 = v0[j] + v2[j] + v4[j], s13 = v1[j] + v3[j];
+        float e = v0[j] * (1.0f / 24.0f) + v2[j] * (1.0f / 6.0f) + v4[j] * (2.0f / 3.0f);
+        float f = v1[j] * (1.0f / 12.0f) + v3[j] * (1.0f / 3.0f);
+        o[0][j] = v0[j] * 0.25f;
+        o[1][j] = -(s024 + s13) * (1.0f / 6.0f);
+        o[2][j] = -(s024 - s13) * (1.0f / 6.0f);
+        o[3][j] = e + f;
+        o[4][j] = e - f;
+        o[5][j] = v4[j];
+    }
+}
+
+/* The same for a 5x5 filter: g[25][NR]. */
+static void pack_row5(const float (*g)[NR], float *dst, int64_t plane)
+{
+    float t[5][6][NR]; /* t[kw] (6) = G g[.][kw] */
+    for (int kw = 0; kw < 5; kw++)
+        g5(g[kw], g[5 + kw], g[10 + kw], g[15 + kw], g[20 + kw], t[kw]);
+    for (int i = 0; i < 6; i++) { /* u (6x6) = t G^T, row i */
+        float u[6][NR];
+        g5(t[0][i], t[1][i], t[2][i], t[3][i], t[4][i], u);
+        for (int k = 0; k < 6; k++)
+            memcpy(dst + (i * 6 + k) * plane, u[k], sizeof u[k]);
+    }
+}
+
 /* All threads transform and pack the filter into U, then meet: U holds, for
  * xi = 0..35 and each NR-column panel ob, C rows of NR values
- * U[xi](c, ob*NR + j) (zero past O). w is (3,3,C,O) for q, or with flip the
- * forward filter (3,3,O,C) of the convolution q is the data gradient of.
+ * U[xi](c, ob*NR + j) (zero past O). w is (r,r,C,O) for q, or with flip the
+ * forward filter (r,r,O,C) of the convolution q is the data gradient of.
  * One row (ob, c) at a time, the NR columns as vector lanes: G g G^T is
- * linear, so each of the 36 results is a fixed combination of the 9 taps. */
+ * linear, so each of the 36 results is a fixed combination of the r*r taps. */
 void slim__wino_pack(const slim_kernel_ctx *c, const conv_geom *q, const float *w, bool flip,
                      float *U)
 {
     const int64_t C = q->C, O = q->O, nb = (O + NR - 1) / NR, plane = nb * C * NR;
+    const int taps = (int)(q->KH * q->KW);
     int64_t lo, hi;
     slim_split(nb * C, c->ith, c->nth, &lo, &hi);
     for (int64_t r = lo; r < hi; r++) {
         const int64_t ob = r / C, ci = r % C, nj = min64(NR, O - ob * NR);
-        float g[9][NR], t[6][3][NR];
-        for (int tap = 0; tap < 9; tap++) {
-            /* flip: the taps reversed, in and out channels swapped (w (3,3,O,C)) */
-            const float *src =
-                flip ? w + ((8 - tap) * O + ob * NR) * C + ci : w + (tap * C + ci) * O + ob * NR;
+        float g[25][NR];
+        for (int tap = 0; tap < taps; tap++) {
+            /* flip: the taps reversed, in and out channels swapped (w (r,r,O,C)) */
+            const float *src = flip ? w + ((taps - 1 - tap) * O + ob * NR) * C + ci
+                                    : w + (tap * C + ci) * O + ob * NR;
             const int64_t js = flip ? C : 1;
             for (int64_t j = 0; j < nj; j++)
                 g[tap][j] = src[j * js];
             for (int64_t j = nj; j < NR; j++)
                 g[tap][j] = 0.0f;
         }
-        for (int kw = 0; kw < 3; kw++) /* t (6x3) = G g */
-            for (int j = 0; j < NR; j++) {
-                float v0 = g[kw][j], v1 = g[3 + kw][j], v2 = g[6 + kw][j];
-                t[0][kw][j] = v0 * 0.25f;
-                t[1][kw][j] = -(v0 + v1 + v2) * (1.0f / 6.0f);
-                t[2][kw][j] = -(v0 - v1 + v2) * (1.0f / 6.0f);
-                t[3][kw][j] = v0 * (1.0f / 24.0f) + v1 * (1.0f / 12.0f) + v2 * (1.0f / 6.0f);
-                t[4][kw][j] = v0 * (1.0f / 24.0f) - v1 * (1.0f / 12.0f) + v2 * (1.0f / 6.0f);
-                t[5][kw][j] = v2;
-            }
         float *dst = U + (ob * C + ci) * NR;
-        for (int i = 0; i < 6; i++) { /* u (6x6) = t G^T, row i */
-            float u[6][NR];
-            for (int j = 0; j < NR; j++) {
-                float v0 = t[i][0][j], v1 = t[i][1][j], v2 = t[i][2][j];
-                u[0][j] = v0 * 0.25f;
-                u[1][j] = -(v0 + v1 + v2) * (1.0f / 6.0f);
-                u[2][j] = -(v0 - v1 + v2) * (1.0f / 6.0f);
-                u[3][j] = v0 * (1.0f / 24.0f) + v1 * (1.0f / 12.0f) + v2 * (1.0f / 6.0f);
-                u[4][j] = v0 * (1.0f / 24.0f) - v1 * (1.0f / 12.0f) + v2 * (1.0f / 6.0f);
-                u[5][j] = v2;
-            }
-            for (int k = 0; k < 6; k++)
-                memcpy(dst + (i * 6 + k) * plane, u[k], sizeof u[k]);
-        }
+        if (taps == 25)
+            pack_row5((const float(*)[NR])g, dst, plane);
+        else
+            pack_row3((const float(*)[NR])g, dst, plane);
     }
     c->sync(c);
 }
@@ -213,8 +268,8 @@ static void input_chunk(const float *const (*d)[6], float *v, int64_t vs)
 
 /* Y = A^T M A on one chunk: m[xi * ms + j] -> y[a][b] (WCH values each),
  * times s (NULL: 1) plus b, then the activation. */
-static void output_chunk(const float *m, int64_t ms, const float *s, const float *bias, int act,
-                         float *const (*y)[4])
+static void output_chunk4(const float *m, int64_t ms, const float *s, const float *bias, int act,
+                          float *const (*y)[4])
 {
     float t[6][4][WCH]; /* M A: per row, the columns combined */
     for (int r = 0; r < 6; r++) {
@@ -252,15 +307,51 @@ static void output_chunk(const float *m, int64_t ms, const float *s, const float
     }
 }
 
+/* The same for F(2x2, 5x5): A^T is [1 1 1 1 1 0], [0 1 -1 2 -2 1]. */
+static void output_chunk2(const float *m, int64_t ms, const float *s, const float *bias, int act,
+                          float *const (*y)[4])
+{
+    float t[6][2][WCH]; /* M A: per row, the columns combined */
+    for (int r = 0; r < 6; r++) {
+        const float *m0 = m + (r * 6 + 0) * ms, *m1 = m + (r * 6 + 1) * ms,
+                    *m2 = m + (r * 6 + 2) * ms, *m3 = m + (r * 6 + 3) * ms,
+                    *m4 = m + (r * 6 + 4) * ms, *m5 = m + (r * 6 + 5) * ms;
+        for (int j = 0; j < WCH; j++) {
+            float s12 = m1[j] + m2[j], d12 = m1[j] - m2[j];
+            float s34 = m3[j] + m4[j], d34 = m3[j] - m4[j];
+            t[r][0][j] = m0[j] + s12 + s34;
+            t[r][1][j] = d12 + 2.0f * d34 + m5[j];
+        }
+    }
+    for (int col = 0; col < 2; col++) {
+        float o[2][WCH];
+        for (int j = 0; j < WCH; j++) {
+            float s12 = t[1][col][j] + t[2][col][j], d12 = t[1][col][j] - t[2][col][j];
+            float s34 = t[3][col][j] + t[4][col][j], d34 = t[3][col][j] - t[4][col][j];
+            o[0][j] = t[0][col][j] + s12 + s34;
+            o[1][j] = d12 + 2.0f * d34 + t[5][col][j];
+        }
+        for (int a = 0; a < 2; a++)
+            for (int j = 0; j < WCH; j++)
+                o[a][j] = s ? o[a][j] * s[j] + bias[j] : o[a][j] + bias[j];
+        if (act != ACT_NONE)
+            for (int a = 0; a < 2; a++)
+                for (int j = 0; j < WCH; j++)
+                    o[a][j] = act_fwd(act, o[a][j]);
+        for (int a = 0; a < 2; a++)
+            memcpy(y[a][col], o[a], sizeof o[a]);
+    }
+}
+
 /* ---- a block of tiles ----------------------------------------------------------- */
 
 /* The tile's image, first output row and column. */
 static void tile_at(const conv_geom *q, int64_t tile, int64_t *n, int64_t *oh0, int64_t *ow0)
 {
-    const int64_t th = tiles_h(q), tw = tiles_w(q);
+    const int64_t th = tiles_h(q), tw = tiles_w(q), m = tile_m(q);
     *n = tile / (th * tw);
-    *oh0 = tile / tw % th * 4;
-    *ow0 = tile % tw * 4;
+    *oh0 = tile / tw % th * m;
+    *ow0 = tile % tw * m;
 }
 
 /* V rows [0, tn) of the block from tiles [t0, t0 + tn). Points outside the
@@ -314,11 +405,12 @@ static void output_block(const conv_geom *q, const float *M, const float *bias,
     const int act = post && !res ? post->act : ACT_NONE;
     const bool scaled = post && post->scale;
     const conv_post tail = {.res = res ? post->res : NULL, .out = out, .act = post ? post->act : 0};
+    const int m = tile_m(q);
     float part[4][4][WCH], b[WCH], s[WCH];
     for (int64_t i = 0; i < tn; i++) {
         int64_t n, oh0, ow0;
         tile_at(q, t0 + i, &n, &oh0, &ow0);
-        const int64_t rows = min64(4, q->OH - oh0), cols = min64(4, q->OW - ow0);
+        const int64_t rows = min64(m, q->OH - oh0), cols = min64(m, q->OW - ow0);
         for (int64_t o0 = 0; o0 < O; o0 += WCH) {
             const int64_t on = min64(WCH, O - o0);
             const bool whole = on == WCH;
@@ -331,13 +423,13 @@ static void output_block(const conv_geom *q, const float *M, const float *bias,
                 memcpy(b, bias + o0, (size_t)on * sizeof(float));
             }
             float *y[4][4];
-            for (int a = 0; a < 4; a++)
-                for (int e = 0; e < 4; e++)
+            for (int a = 0; a < m; a++)
+                for (int e = 0; e < m; e++)
                     y[a][e] = whole && a < rows && e < cols
                                   ? out + ((n * q->OH + oh0 + a) * q->OW + ow0 + e) * O + o0
                                   : part[a][e];
-            output_chunk(M + i * m_ld(q) + o0, ms, scaled ? s : NULL, b, act,
-                         (float *const(*)[4])y);
+            (m == 2 ? output_chunk2 : output_chunk4)(M + i * m_ld(q) + o0, ms, scaled ? s : NULL, b,
+                                                     act, (float *const(*)[4])y);
             if (whole)
                 continue;
             for (int64_t a = 0; a < rows; a++)
@@ -428,17 +520,38 @@ size_t slim__wino_vy_floats(const conv_geom *q)
     return round16((size_t)(WT * tb * v_ld(q))) + round16((size_t)(WT * tb * m_ld(q)));
 }
 
+/* A (6 x M) applied to M values: the points 0, 1, -1, 2, -2 and infinity. */
+#define DY_ROWS(M, y0, y1, y2, y3, t, j)                                                           \
+    do {                                                                                           \
+        if ((M) == 2) {                                                                            \
+            t[0][j] = (y0);                                                                        \
+            t[1][j] = (y0) + (y1);                                                                 \
+            t[2][j] = (y0) - (y1);                                                                 \
+            t[3][j] = (y0) + 2.0f * (y1);                                                          \
+            t[4][j] = (y0)-2.0f * (y1);                                                            \
+            t[5][j] = (y1);                                                                        \
+        } else {                                                                                   \
+            t[0][j] = (y0);                                                                        \
+            t[1][j] = (y0) + (y1) + (y2) + (y3);                                                   \
+            t[2][j] = (y0) - (y1) + (y2) - (y3);                                                   \
+            t[3][j] = (y0) + 2.0f * (y1) + 4.0f * (y2) + 8.0f * (y3);                              \
+            t[4][j] = (y0)-2.0f * (y1) + 4.0f * (y2)-8.0f * (y3);                                  \
+            t[5][j] = (y3);                                                                        \
+        }                                                                                          \
+    } while (0)
+
 /* Yh rows [0, tn) of the block (plane stride ys, rows of m_ld) from dy tiles [t0, t0 + tn). */
 static void dy_block(const conv_geom *q, const float *dy, int64_t t0, int64_t tn, float *Y,
                      int64_t ys)
 {
     const int64_t O = q->O, ml = m_ld(q);
+    const int m = tile_m(q);
     static const float zeros[WCH];
     float part[4][4][WCH];
     for (int64_t i = 0; i < tn; i++) {
         int64_t n, oh0, ow0;
         tile_at(q, t0 + i, &n, &oh0, &ow0);
-        const int64_t rows = min64(4, q->OH - oh0), cols = min64(4, q->OW - ow0);
+        const int64_t rows = min64(m, q->OH - oh0), cols = min64(m, q->OW - ow0);
         for (int64_t o0 = 0; o0 < ml; o0 += WCH) {
             const int64_t on = max64(0, min64(WCH, O - o0));
             const float *d[4][4];
@@ -458,28 +571,26 @@ static void dy_block(const conv_geom *q, const float *dy, int64_t t0, int64_t tn
                     }
                 }
             float t[6][4][WCH]; /* A dY: per column, the rows combined */
-            for (int e = 0; e < 4; e++)
-                for (int j = 0; j < WCH; j++) {
-                    float y0 = d[0][e][j], y1 = d[1][e][j], y2 = d[2][e][j], y3 = d[3][e][j];
-                    t[0][e][j] = y0;
-                    t[1][e][j] = y0 + y1 + y2 + y3;
-                    t[2][e][j] = y0 - y1 + y2 - y3;
-                    t[3][e][j] = y0 + 2.0f * y1 + 4.0f * y2 + 8.0f * y3;
-                    t[4][e][j] = y0 - 2.0f * y1 + 4.0f * y2 - 8.0f * y3;
-                    t[5][e][j] = y3;
-                }
+            for (int e = 0; e < m; e++) {
+                float o[6][WCH];
+                if (m == 2)
+                    for (int j = 0; j < WCH; j++)
+                        DY_ROWS(2, d[0][e][j], d[1][e][j], 0, 0, o, j);
+                else
+                    for (int j = 0; j < WCH; j++)
+                        DY_ROWS(4, d[0][e][j], d[1][e][j], d[2][e][j], d[3][e][j], o, j);
+                for (int r = 0; r < 6; r++)
+                    memcpy(t[r][e], o[r], sizeof o[r]);
+            }
             float *out = Y + i * ml + o0;
             for (int r = 0; r < 6; r++) { /* (A dY) A^T, row r */
                 float o[6][WCH];
-                for (int j = 0; j < WCH; j++) {
-                    float y0 = t[r][0][j], y1 = t[r][1][j], y2 = t[r][2][j], y3 = t[r][3][j];
-                    o[0][j] = y0;
-                    o[1][j] = y0 + y1 + y2 + y3;
-                    o[2][j] = y0 - y1 + y2 - y3;
-                    o[3][j] = y0 + 2.0f * y1 + 4.0f * y2 + 8.0f * y3;
-                    o[4][j] = y0 - 2.0f * y1 + 4.0f * y2 - 8.0f * y3;
-                    o[5][j] = y3;
-                }
+                if (m == 2)
+                    for (int j = 0; j < WCH; j++)
+                        DY_ROWS(2, t[r][0][j], t[r][1][j], 0, 0, o, j);
+                else
+                    for (int j = 0; j < WCH; j++)
+                        DY_ROWS(4, t[r][0][j], t[r][1][j], t[r][2][j], t[r][3][j], o, j);
                 for (int col = 0; col < 6; col++)
                     memcpy(out + (r * 6 + col) * ys, o[col], sizeof o[col]);
             }
@@ -487,7 +598,45 @@ static void dy_block(const conv_geom *q, const float *dy, int64_t t0, int64_t tn
     }
 }
 
-/* All threads: dw (3,3,C,O) = the filter gradient of q for input x and output
+/* G^T applied to 6 vectors (the transpose of g5): 5 outputs. */
+static inline __attribute__((always_inline)) void g5t(const float *u0, const float *u1,
+                                                      const float *u2, const float *u3,
+                                                      const float *u4, const float *u5,
+                                                      float (*o)[WCH])
+{
+    for (int j = 0; j < WCH; j++) {
+        float s12 = u1[j] + u2[j], d21 = u2[j] - u1[j], s34 = u3[j] + u4[j], d34 = u3[j] - u4[j];
+        o[0][j] = u0[j] * 0.25f - s12 * (1.0f / 6.0f) + s34 * (1.0f / 24.0f);
+        o[1][j] = d21 * (1.0f / 6.0f) + d34 * (1.0f / 12.0f);
+        o[2][j] = -s12 * (1.0f / 6.0f) + s34 * (1.0f / 6.0f);
+        o[3][j] = d21 * (1.0f / 6.0f) + d34 * (1.0f / 3.0f);
+        o[4][j] = -s12 * (1.0f / 6.0f) + s34 * (2.0f / 3.0f) + u5[j];
+    }
+}
+
+/* dw rows [r0, r1) of a 5x5 filter gradient: G^T dU(c, o) G. */
+static void dw_rows5(const float *dU, int64_t C, int64_t O, int64_t r0, int64_t r1, float *dw)
+{
+    const int64_t CO = C * O;
+    for (int64_t ci = r0; ci < r1; ci++)
+        for (int64_t o0 = 0; o0 < O; o0 += WCH) {
+            const int64_t on = min64(WCH, O - o0);
+            float u[WT][WCH], z[6][5][WCH], g[5][WCH];
+            for (int xi = 0; xi < WT; xi++) {
+                memcpy(u[xi], dU + xi * CO + ci * O + o0, (size_t)on * sizeof(float));
+                memset(u[xi] + on, 0, (size_t)(WCH - on) * sizeof(float));
+            }
+            for (int col = 0; col < 6; col++) /* z[col] (5) = G^T dU[., col] */
+                g5t(u[col], u[6 + col], u[12 + col], u[18 + col], u[24 + col], u[30 + col], z[col]);
+            for (int k = 0; k < 5; k++) { /* dw row k = z[., k] G */
+                g5t(z[0][k], z[1][k], z[2][k], z[3][k], z[4][k], z[5][k], g);
+                for (int kw = 0; kw < 5; kw++)
+                    memcpy(dw + (k * 5 + kw) * CO + ci * O + o0, g[kw], (size_t)on * sizeof(float));
+            }
+        }
+}
+
+/* All threads: dw (r,r,C,O) = the filter gradient of q for input x and output
  * gradient dy, overwritten; dU and vy: slim__wino_du_floats and
  * slim__wino_vy_floats floats shared by them. dU is first written after the
  * threads meet, so it may reuse what they read before the call. */
@@ -525,34 +674,38 @@ void slim__wino_dw(const slim_kernel_ctx *c, const conv_geom *q, const float *x,
     /* dw(c, o) = G^T dU(c, o) G, by rows c, o in chunks as vector lanes */
     int64_t r0, r1;
     slim_split(C, c->ith, c->nth, &r0, &r1);
-    for (int64_t ci = r0; ci < r1; ci++)
-        for (int64_t o0 = 0; o0 < O; o0 += WCH) {
-            const int64_t on = min64(WCH, O - o0);
-            float u[WT][WCH], z[3][6][WCH], g[9][WCH];
-            for (int xi = 0; xi < WT; xi++) {
-                memcpy(u[xi], dU + xi * CO + ci * O + o0, (size_t)on * sizeof(float));
-                memset(u[xi] + on, 0, (size_t)(WCH - on) * sizeof(float));
+    if (q->KH == 5)
+        dw_rows5(dU, C, O, r0, r1, dw);
+    else
+        for (int64_t ci = r0; ci < r1; ci++)
+            for (int64_t o0 = 0; o0 < O; o0 += WCH) {
+                const int64_t on = min64(WCH, O - o0);
+                float u[WT][WCH], z[3][6][WCH], g[9][WCH];
+                for (int xi = 0; xi < WT; xi++) {
+                    memcpy(u[xi], dU + xi * CO + ci * O + o0, (size_t)on * sizeof(float));
+                    memset(u[xi] + on, 0, (size_t)(WCH - on) * sizeof(float));
+                }
+                for (int col = 0; col < 6; col++) /* z (3x6) = G^T dU */
+                    for (int j = 0; j < WCH; j++) {
+                        float u0 = u[col][j], u1 = u[6 + col][j], u2 = u[12 + col][j],
+                              u3 = u[18 + col][j], u4 = u[24 + col][j], u5 = u[30 + col][j];
+                        z[0][col][j] =
+                            u0 * 0.25f - (u1 + u2) * (1.0f / 6.0f) + (u3 + u4) * (1.0f / 24.0f);
+                        z[1][col][j] = (u2 - u1) * (1.0f / 6.0f) + (u3 - u4) * (1.0f / 12.0f);
+                        z[2][col][j] = -(u1 + u2) * (1.0f / 6.0f) + (u3 + u4) * (1.0f / 6.0f) + u5;
+                    }
+                for (int k = 0; k < 3; k++) /* dw row k = z[k] G */
+                    for (int j = 0; j < WCH; j++) {
+                        float u0 = z[k][0][j], u1 = z[k][1][j], u2 = z[k][2][j], u3 = z[k][3][j],
+                              u4 = z[k][4][j], u5 = z[k][5][j];
+                        g[k * 3 + 0][j] =
+                            u0 * 0.25f - (u1 + u2) * (1.0f / 6.0f) + (u3 + u4) * (1.0f / 24.0f);
+                        g[k * 3 + 1][j] = (u2 - u1) * (1.0f / 6.0f) + (u3 - u4) * (1.0f / 12.0f);
+                        g[k * 3 + 2][j] =
+                            -(u1 + u2) * (1.0f / 6.0f) + (u3 + u4) * (1.0f / 6.0f) + u5;
+                    }
+                for (int tap = 0; tap < 9; tap++)
+                    memcpy(dw + tap * CO + ci * O + o0, g[tap], (size_t)on * sizeof(float));
             }
-            for (int col = 0; col < 6; col++) /* z (3x6) = G^T dU */
-                for (int j = 0; j < WCH; j++) {
-                    float u0 = u[col][j], u1 = u[6 + col][j], u2 = u[12 + col][j],
-                          u3 = u[18 + col][j], u4 = u[24 + col][j], u5 = u[30 + col][j];
-                    z[0][col][j] =
-                        u0 * 0.25f - (u1 + u2) * (1.0f / 6.0f) + (u3 + u4) * (1.0f / 24.0f);
-                    z[1][col][j] = (u2 - u1) * (1.0f / 6.0f) + (u3 - u4) * (1.0f / 12.0f);
-                    z[2][col][j] = -(u1 + u2) * (1.0f / 6.0f) + (u3 + u4) * (1.0f / 6.0f) + u5;
-                }
-            for (int k = 0; k < 3; k++) /* dw row k = z[k] G */
-                for (int j = 0; j < WCH; j++) {
-                    float u0 = z[k][0][j], u1 = z[k][1][j], u2 = z[k][2][j], u3 = z[k][3][j],
-                          u4 = z[k][4][j], u5 = z[k][5][j];
-                    g[k * 3 + 0][j] =
-                        u0 * 0.25f - (u1 + u2) * (1.0f / 6.0f) + (u3 + u4) * (1.0f / 24.0f);
-                    g[k * 3 + 1][j] = (u2 - u1) * (1.0f / 6.0f) + (u3 - u4) * (1.0f / 12.0f);
-                    g[k * 3 + 2][j] = -(u1 + u2) * (1.0f / 6.0f) + (u3 + u4) * (1.0f / 6.0f) + u5;
-                }
-            for (int tap = 0; tap < 9; tap++)
-                memcpy(dw + tap * CO + ci * O + o0, g[tap], (size_t)on * sizeof(float));
-        }
     c->sync(c);
 }

@@ -167,7 +167,8 @@ slim_status slim_profile(const slim_train_config *c, int warmup, int steps, slim
                        ? (int)ceil(model_ips / (r->input_images_per_sec / t.input_threads))
                        : t.input_threads * 2;
         /* Cropped JPEG decodes that could have been cuts of restart-indexed files. */
-        int64_t roi = p1.roi_decodes - p0.roi_decodes, cut = p1.indexed_decodes - p0.indexed_decodes;
+        int64_t roi = p1.roi_decodes - p0.roi_decodes,
+                cut = p1.indexed_decodes - p0.indexed_decodes;
         bool plain = slowest == SLIM_STAGE_DECODE && roi > 0 && 2 * cut < roi;
         snprintf(v, vn,
                  "input-bound: the model waits for data %.0f%% of each step. The input delivers "

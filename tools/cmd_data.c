@@ -213,8 +213,8 @@ static int convert_records(const char *list, const char *image_key, convert_opts
     printf("rewrote %lld records in %d shard%s%s to %s: %lld JPEGs restart-indexed, %lld records "
            "kept as they were (%.1f s, %.0f records/s)\n",
            (long long)res.images, res.shards, res.shards == 1 ? "" : "s",
-           res.shards_resumed ? " (some already there)" : "", o->output_dir,
-           (long long)res.indexed, (long long)res.kept, dt, dt > 0 ? (double)res.images / dt : 0);
+           res.shards_resumed ? " (some already there)" : "", o->output_dir, (long long)res.indexed,
+           (long long)res.kept, dt, dt > 0 ? (double)res.images / dt : 0);
     if (res.skipped)
         printf("dropped the rest of %lld file%s after a corrupt record, e.g. %s\n",
                (long long)res.skipped, res.skipped == 1 ? "" : "s", res.first_skip);
@@ -258,7 +258,8 @@ static int cmd_convert(int argc, char **argv)
         {"input_records", F_STR, &input_records,
          "TFRecord shards (comma-separated files or globs) to rewrite into --dataset_dir with "
          "their JPEGs restart-indexed, all else kept"},
-        {"image_key", F_STR, &image_key, "--input_records: the image feature (default image/encoded)"},
+        {"image_key", F_STR, &image_key,
+         "--input_records: the image feature (default image/encoded)"},
         {"jpeg_restart", F_BOOL, &jpeg_restart,
          "store JPEGs losslessly transcoded with a restart marker per MCU, so random crops "
          "decode only their MCUs (default true; --nojpeg_restart keeps the bytes)"},

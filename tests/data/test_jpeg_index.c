@@ -313,11 +313,16 @@ static void test_damage(void)
 /* Every file of ../shared/data/jpeg that transcodes: lossless, crops exact. */
 static void test_shared(void)
 {
-    const char *files[] = {"libjpeg-turbo/testorig.jpg", "libjpeg-turbo/testimgp.jpg",
-                           "libjpeg-turbo/testimgari.jpg", "libjpeg-turbo/testimggray.jpg",
-                           "pillow/iptc.jpg", "pillow/hopper_orientation_6.jpg",
-                           "pillow/jpeg_ff00_header.jpg", "pillow/junk_jpeg_header.jpg",
-                           "pillow/pil_sample_cmyk.jpg", "pillow/truncated_jpeg.jpg"};
+    const char *files[] = {"libjpeg-turbo/testorig.jpg",
+                           "libjpeg-turbo/testimgp.jpg",
+                           "libjpeg-turbo/testimgari.jpg",
+                           "libjpeg-turbo/testimggray.jpg",
+                           "pillow/iptc.jpg",
+                           "pillow/hopper_orientation_6.jpg",
+                           "pillow/jpeg_ff00_header.jpg",
+                           "pillow/junk_jpeg_header.jpg",
+                           "pillow/pil_sample_cmyk.jpg",
+                           "pillow/truncated_jpeg.jpg"};
     slim__jpeg *j = slim__jpeg_new();
     for (size_t k = 0; k < sizeof files / sizeof *files; k++) {
         char p[256];
@@ -365,8 +370,11 @@ static void test_convert(void)
     snprintf(f, sizeof f, "%s/x.jpg", cls);
     tap_write_file(f, src, sn);
     for (int keep = 0; keep <= 1; keep++) {
-        convert_opts o = {.input_dir = in, .output_dir = keep ? out2 : out, .shards = 1,
-                          .num_threads = 1, .keep_jpeg_bytes = keep};
+        convert_opts o = {.input_dir = in,
+                          .output_dir = keep ? out2 : out,
+                          .shards = 1,
+                          .num_threads = 1,
+                          .keep_jpeg_bytes = keep};
         convert_result res;
         slim_error err = {0};
         slim_status st = slim__convert_folder(&o, &res, &err);
@@ -434,7 +442,10 @@ static void test_records(void)
     }
     convert_result res;
     slim_error err = {0};
-    convert_opts o = {.input_dir = in, .output_dir = plain, .shards = 2, .num_threads = 2,
+    convert_opts o = {.input_dir = in,
+                      .output_dir = plain,
+                      .shards = 2,
+                      .num_threads = 2,
                       .keep_jpeg_bytes = true};
     slim_status st = slim__convert_folder(&o, &res, &err);
     o.output_dir = idx;
