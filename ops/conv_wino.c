@@ -571,17 +571,28 @@ static void dy_block(const conv_geom *q, const float *dy, int64_t t0, int64_t tn
                     }
                 }
             float t[6][4][WCH]; /* A dY: per column, the rows combined */
-            for (int e = 0; e < m; e++) {
-                float o[6][WCH];
-                if (m == 2)
-                    for (int j = 0; j < WCH; j++)
-                        DY_ROWS(2, d[0][e][j], d[1][e][j], 0, 0, o, j);
-                else
-                    for (int j = 0; j < WCH; j++)
-                        DY_ROWS(4, d[0][e][j], d[1][e][j], d[2][e][j], d[3][e][j], o, j);
-                for (int r = 0; r < 6; r++)
-                    memcpy(t[r][e], o[r], sizeof o[r]);
-            }
+            if (m == 2)
+                for (int e = 0; e < 2; e++)
+                    for (int j = 0; j < WCH; j++) {
+                        float y0 = d[0][e][j], y1 = d[1][e][j];
+                        t[0][e][j] = y0;
+                        t[1][e][j] = y0 + y1;
+                        t[2][e][j] = y0 - y1;
+                        t[3][e][j] = y0 + 2.0f * y1;
+                        t[4][e][j] = y0 - 2.0f * y1;
+                        t[5][e][j] = y1;
+                    }
+            else
+                for (int e = 0; e < 4; e++)
+                    for (int j = 0; j < WCH; j++) {
+                        float y0 = d[0][e][j], y1 = d[1][e][j], y2 = d[2][e][j], y3 = d[3][e][j];
+                        t[0][e][j] = y0;
+                        t[1][e][j] = y0 + y1 + y2 + y3;
+                        t[2][e][j] = y0 - y1 + y2 - y3;
+                        t[3][e][j] = y0 + 2.0f * y1 + 4.0f * y2 + 8.0f * y3;
+                        t[4][e][j] = y0 - 2.0f * y1 + 4.0f * y2 - 8.0f * y3;
+                        t[5][e][j] = y3;
+                    }
             float *out = Y + i * ml + o0;
             for (int r = 0; r < 6; r++) { /* (A dY) A^T, row r */
                 float o[6][WCH];
