@@ -224,10 +224,14 @@ EOF2
         --preprocessing_name=inception --num_classes=2 --learning_rate_decay_type=fixed \
         --batch_size=8 --num_threads=2 --num_preprocessing_threads=1 --steps=5 --warmup=1 \
         > "$T/starved.log" 2>&1
-    if [ $? -eq 0 ] && has "$T/starved.log" "verdict: input-bound" && \
+    rc=$?
+    # the restart-index advice comes when decoding is the slowest stage (in
+    # an optimized build; under the sanitizers the resampler can be slower)
+    if [ $rc -eq 0 ] && has "$T/starved.log" "verdict: input-bound" && \
         has "$T/starved.log" "num_preprocessing_threads" && \
-        has "$T/starved.log" "store the JPEGs restart-indexed"; then
-        ok "slimrun profile on a starved pipeline: input-bound, with advice (restart-indexed JPEGs)"
+        { ! has "$T/starved.log" "Slowest input stage: decode" || \
+            has "$T/starved.log" "store the JPEGs restart-indexed"; }; then
+        ok "slimrun profile on a starved pipeline: input-bound, with advice (restart-indexed JPEGs when decoding is slowest)"
     else
         not_ok "slimrun profile on a starved pipeline"; sed 's/^/# /' "$T/starved.log"
     fi
