@@ -237,6 +237,24 @@ static slim_status image_example(const convert_opts *o, const cfile *f, const ui
     return st;
 }
 
+slim_status slim__shard_commit(slim_tfrecord_writer *w, slim_status st, const char *tmp,
+                               const char *final, slim_error *err)
+{
+    if (st) {
+        slim_tfrecord_writer_free(w);
+        unlink(tmp);
+        return st;
+    }
+    if ((st = slim_tfrecord_writer_close(w, err))) {
+        unlink(tmp);
+        return st;
+    }
+    if (rename(tmp, final) != 0)
+        return slim__data_error(err, SLIM_EIO, final, "%s: rename failed: %s", final,
+                                strerror(errno));
+    return SLIM_OK;
+}
+
 static slim_status write_shard(job *j, int s, slim_error *err)
 {
     const convert_opts *o = j->o;
@@ -308,18 +326,8 @@ static slim_status write_shard(job *j, int s, slim_error *err)
         pthread_mutex_unlock(&j->mu);
     }
     free(buf);
-    if (st) {
-        slim_tfrecord_writer_free(w);
-        unlink(tmp);
+    if ((st = slim__shard_commit(w, st, tmp, final, err)))
         return st;
-    }
-    if ((st = slim_tfrecord_writer_close(w, err))) {
-        unlink(tmp);
-        return st;
-    }
-    if (rename(tmp, final) != 0)
-        return slim__data_error(err, SLIM_EIO, final, "%s: rename failed: %s", final,
-                                strerror(errno));
     pthread_mutex_lock(&j->mu);
     j->written += count;
     FILE *pf = fopen(j->plan_path, "ae");

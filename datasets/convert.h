@@ -68,6 +68,10 @@ slim_status slim__convert_records(const char *const *files, int n, const char *i
                                   const convert_opts *o, convert_result *res, slim_error *err);
 
 /* Shared helpers (convert.c). */
+/* A shard written to tmp: with st an error, dropped (returns st); else
+ * closed (flushed, fsynced) and renamed to final. */
+slim_status slim__shard_commit(slim_tfrecord_writer *w, slim_status st, const char *tmp,
+                               const char *final, slim_error *err);
 char **slim__read_lines(const char *path, int *n); /* non-empty lines, trimmed; NULL on failure */
 void slim__free_lines(char **v, int n);
 slim_status slim__write_labels(const char *dir, const char *const *names, int n, int first,

@@ -133,16 +133,8 @@ static slim_status write_rawset(const convert_opts *o, const char *path, const r
     }
     free(bufs);
     free(lens);
-    if (st) {
-        slim_tfrecord_writer_free(w);
-        unlink(tmp);
+    if ((st = slim__shard_commit(w, st, tmp, path, err)))
         return st;
-    }
-    if ((st = slim_tfrecord_writer_close(w, err)))
-        return st;
-    if (rename(tmp, path) != 0)
-        return slim__data_error(err, SLIM_EIO, path, "%s: rename failed: %s", path,
-                                strerror(errno));
     res->images += rs->n;
     res->shards++;
     return SLIM_OK;

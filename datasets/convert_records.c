@@ -170,18 +170,8 @@ static slim_status do_shard(rjob *j, const char *in, slim_error *err)
         }
     }
     slim_tfrecord_close(r);
-    if (st) {
-        slim_tfrecord_writer_free(w);
-        unlink(tmp);
+    if ((st = slim__shard_commit(w, st, tmp, final, err)))
         return st;
-    }
-    if ((st = slim_tfrecord_writer_close(w, err))) {
-        unlink(tmp);
-        return st;
-    }
-    if (rename(tmp, final) != 0)
-        return slim__data_error(err, SLIM_EIO, final, "%s: rename failed: %s", final,
-                                strerror(errno));
     pthread_mutex_lock(&j->mu);
     j->records += recs;
     j->indexed += idx;

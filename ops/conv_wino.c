@@ -266,6 +266,23 @@ static void input_chunk(const float *const (*d)[6], float *v, int64_t vs)
     }
 }
 
+/* Column col of an output block: M rows o[a], times s (NULL: 1) plus b, then
+ * the activation, stored to y[a][col]. */
+static inline __attribute__((always_inline)) void finish_col(const int M, float (*o)[WCH],
+                                                             const float *s, const float *bias,
+                                                             int act, float *const (*y)[4], int col)
+{
+    for (int a = 0; a < M; a++)
+        for (int j = 0; j < WCH; j++)
+            o[a][j] = s ? o[a][j] * s[j] + bias[j] : o[a][j] + bias[j];
+    if (act != ACT_NONE)
+        for (int a = 0; a < M; a++)
+            for (int j = 0; j < WCH; j++)
+                o[a][j] = act_fwd(act, o[a][j]);
+    for (int a = 0; a < M; a++)
+        memcpy(y[a][col], o[a], sizeof o[a]);
+}
+
 /* Y = A^T M A on one chunk: m[xi * ms + j] -> y[a][b] (WCH values each),
  * times s (NULL: 1) plus b, then the activation. */
 static void output_chunk4(const float *m, int64_t ms, const float *s, const float *bias, int act,
@@ -295,15 +312,7 @@ static void output_chunk4(const float *m, int64_t ms, const float *s, const floa
             o[2][j] = s12 + 4.0f * s34;
             o[3][j] = d12 + 8.0f * d34 + t[5][col][j];
         }
-        for (int a = 0; a < 4; a++)
-            for (int j = 0; j < WCH; j++)
-                o[a][j] = s ? o[a][j] * s[j] + bias[j] : o[a][j] + bias[j];
-        if (act != ACT_NONE)
-            for (int a = 0; a < 4; a++)
-                for (int j = 0; j < WCH; j++)
-                    o[a][j] = act_fwd(act, o[a][j]);
-        for (int a = 0; a < 4; a++)
-            memcpy(y[a][col], o[a], sizeof o[a]);
+        finish_col(4, o, s, bias, act, y, col);
     }
 }
 
@@ -331,15 +340,7 @@ static void output_chunk2(const float *m, int64_t ms, const float *s, const floa
             o[0][j] = t[0][col][j] + s12 + s34;
             o[1][j] = d12 + 2.0f * d34 + t[5][col][j];
         }
-        for (int a = 0; a < 2; a++)
-            for (int j = 0; j < WCH; j++)
-                o[a][j] = s ? o[a][j] * s[j] + bias[j] : o[a][j] + bias[j];
-        if (act != ACT_NONE)
-            for (int a = 0; a < 2; a++)
-                for (int j = 0; j < WCH; j++)
-                    o[a][j] = act_fwd(act, o[a][j]);
-        for (int a = 0; a < 2; a++)
-            memcpy(y[a][col], o[a], sizeof o[a]);
+        finish_col(2, o, s, bias, act, y, col);
     }
 }
 
