@@ -167,10 +167,6 @@ bool slim__jpeg_index_crop(slim__jpeg_index *x, const uint8_t *b, size_t n, int 
     if (n >= UINT32_MAX || d < 1 || d > 8 || !parse_header(b, n, &sof, &data, &X, &Y, &mw, &mh))
         return false;
     int mcux = (X + mw - 1) / mw, mcuy = (Y + mh - 1) / mh;
-    if ((size_t)mcux * (size_t)mcuy > (n - data) / 2) /* each MCU but the last ends in RSTn */
-        return false;
-    if (!index_scan(x, b, n, data, (size_t)mcux * (size_t)mcuy))
-        return false;
     /* The region in full-resolution pixels, widened by the upsampling margin
      * (4 output pixels: a chroma sample of 4:1:1 on either side). */
     const int m = 4 * d;
@@ -180,7 +176,11 @@ bool slim__jpeg_index_crop(slim__jpeg_index *x, const uint8_t *b, size_t n, int 
     mx1 = mx1 > mcux ? mcux : mx1;
     my1 = my1 > mcuy ? mcuy : my1;
     if (mx0 >= mx1 || my0 >= my1 || (mx0 == 0 && my0 == 0 && mx1 == mcux && my1 == mcuy))
-        return false; /* nothing to cut away */
+        return false; /* nothing to cut away: the scan is not even read */
+    if ((size_t)mcux * (size_t)mcuy > (n - data) / 2) /* each MCU but the last ends in RSTn */
+        return false;
+    if (!index_scan(x, b, n, data, (size_t)mcux * (size_t)mcuy))
+        return false;
     int W2 = (mx1 * mw < X ? mx1 * mw : X) - mx0 * mw;
     int H2 = (my1 * mh < Y ? my1 * mh : Y) - my0 * mh;
     size_t need = data + 4;

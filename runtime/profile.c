@@ -169,7 +169,14 @@ slim_status slim_profile(const slim_train_config *c, int warmup, int steps, slim
         /* Cropped JPEG decodes that could have been cuts of restart-indexed files. */
         int64_t roi = p1.roi_decodes - p0.roi_decodes,
                 cut = p1.indexed_decodes - p0.indexed_decodes;
-        bool plain = slowest == SLIM_STAGE_DECODE && roi > 0 && 2 * cut < roi;
+        const char *source = "convert loose images to TFRecord shards (slimrun convert)";
+        if (slowest == SLIM_STAGE_DECODE && roi > 0 && 2 * cut < roi)
+            source = "store the JPEGs restart-indexed so crops decode only their MCUs (slimrun "
+                     "convert writes them from image folders; --input_records rewrites existing "
+                     "shards)";
+        else if (roi > 0 && cut > 0)
+            source = "use a smaller --image_size or fewer augmentations (the JPEG crops already "
+                     "decode from restart-indexed cuts)";
         snprintf(v, vn,
                  "input-bound: the model waits for data %.0f%% of each step. The input delivers "
                  "~%.0f images/s with %d worker%s, the model could take ~%.0f. Slowest input "
@@ -178,14 +185,7 @@ slim_status slim_profile(const slim_train_config *c, int warmup, int steps, slim
                  100 * r->wait_fraction, r->input_images_per_sec, t.input_threads,
                  t.input_threads > 1 ? "s" : "", model_ips, slim_stage_name(slowest),
                  r->stage_ms[slowest], want > t.input_threads ? want : t.input_threads + 1,
-                 want > t.input_threads ? "" : " or a larger prefetch queue",
-                 plain ? "store the JPEGs restart-indexed so crops decode only their MCUs "
-                         "(slimrun convert writes them from image folders; --input_records "
-                         "rewrites existing shards)"
-                 : roi > 0 && cut > 0
-                     ? "use a smaller --image_size or fewer augmentations (the JPEG crops already "
-                       "decode from restart-indexed cuts)"
-                     : "convert loose images to TFRecord shards (slimrun convert)");
+                 want > t.input_threads ? "" : " or a larger prefetch queue", source);
     } else {
         const slim_profile_op *top = r->n_ops ? &r->ops[0] : NULL;
         snprintf(v, vn,
