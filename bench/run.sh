@@ -98,9 +98,9 @@ echo "== build ($BUILDDIR)" >&2
 make -C "$BUILDDIR" -j2 bench tools/slimrun >/dev/null
 B=$BUILDDIR/bench
 SLIMRUN=$BUILDDIR/tools/slimrun
-# The fp32 peak for the big models' percentages: this VM's moved from 163.3 /
-# 327.6 to 235.6 / 464.9 GFLOP/s (1 / 2 threads) within a day, so measure it
-# unless PEAK1/PEAK2 say otherwise.
+# The fp32 peak for the big models' percentages (slimrun bench's FMA loop,
+# about 164 / 328 GFLOP/s on 1 / 2 threads of this VM), measured unless
+# PEAK1/PEAK2 say otherwise.
 measure_peak() {
     "${LOCK[@]}" "$SLIMRUN" bench --model_name=lenet --mode=inference --batch_size=1 \
         --iterations=1 --warmup=0 --budget=0 --num_threads="$1" 2>/dev/null |

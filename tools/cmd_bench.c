@@ -90,60 +90,91 @@ typedef struct peak_job {
     double seconds, flops;
 } peak_job;
 
-/* Ten chains of independent FMAs (enough to cover their latency on two FMA
- * ports), in registers, for ~0.25 s. */
-#define FMA10(op, m, c)                                                                            \
-    a0 = op(a0, m, c), a1 = op(a1, m, c), a2 = op(a2, m, c), a3 = op(a3, m, c), a4 = op(a4, m, c), \
-    a5 = op(a5, m, c), a6 = op(a6, m, c), a7 = op(a7, m, c), a8 = op(a8, m, c), a9 = op(a9, m, c)
+/* Twelve chains of FMAs (two FMA ports of 4-cycle latency need eight), each
+ * from its own starting value and passed through an empty asm statement every
+ * iteration: chains the compiler can prove equal it computes once (the first
+ * version of this loop started five chains from one value and five from
+ * another, was folded to two chains, and reported 1.4x the real peak). */
+#define PEAK_CHAINS 12
+#if defined(__AVX512F__)
+typedef __m512 pv;
+#define PEAK_SET1 _mm512_set1_ps
+#define PEAK_FMA _mm512_fmadd_ps
+#define PEAK_LANES 16
+#define OPAQUE(v) ({ __asm__ volatile("" : "+v"(v)); })
+#elif defined(__FMA__)
+typedef __m256 pv;
+#define PEAK_SET1 _mm256_set1_ps
+#define PEAK_FMA _mm256_fmadd_ps
+#define PEAK_LANES 8
+#define OPAQUE(v) ({ __asm__ volatile("" : "+x"(v)); })
+#else
+typedef float pv;
+#define PEAK_SET1(x) (x)
+#define PEAK_FMA(x, y, z) ((x) * (y) + (z))
+#define PEAK_LANES 1
+#define OPAQUE(v) ({ __asm__ volatile("" : "+g"(v)); })
+#endif
 
 static void *peak_worker(void *arg)
 {
     peak_job *j = arg;
-    const long chunk = 1L << 16;
+    const long chunk = 1L << 14;
     double t0 = bench_now(), t;
     long n = 0;
-#if defined(__AVX512F__)
-    __m512 m = _mm512_set1_ps(0.999999f), c = _mm512_set1_ps(1e-7f);
-    __m512 a0 = m, a1 = c, a2 = m, a3 = c, a4 = m, a5 = c, a6 = m, a7 = c, a8 = m, a9 = c;
+    pv m = PEAK_SET1(0.999999f), c = PEAK_SET1(1e-7f);
+#define PEAK_INIT(k) a##k = PEAK_SET1(1.0f + 0.01f * k)
+    pv PEAK_INIT(0), PEAK_INIT(1), PEAK_INIT(2), PEAK_INIT(3), PEAK_INIT(4), PEAK_INIT(5),
+        PEAK_INIT(6), PEAK_INIT(7), PEAK_INIT(8), PEAK_INIT(9), PEAK_INIT(10), PEAK_INIT(11);
+#define PEAK_STEP(k) a##k = PEAK_FMA(a##k, m, c), OPAQUE(a##k)
     do {
-        for (long i = 0; i < chunk; i++)
-            FMA10(_mm512_fmadd_ps, m, c);
+        for (long i = 0; i < chunk; i++) {
+            PEAK_STEP(0), PEAK_STEP(1), PEAK_STEP(2), PEAK_STEP(3), PEAK_STEP(4), PEAK_STEP(5);
+            PEAK_STEP(6), PEAK_STEP(7), PEAK_STEP(8), PEAK_STEP(9), PEAK_STEP(10), PEAK_STEP(11);
+        }
         n += chunk;
     } while ((t = bench_now() - t0) < 0.25);
-    __m512 s = _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)),
-                             _mm512_add_ps(_mm512_add_ps(a4, a5), _mm512_add_ps(a6, a7)));
-    volatile float sink = _mm512_reduce_add_ps(_mm512_add_ps(s, _mm512_add_ps(a8, a9)));
-    j->flops = (double)n * 10 * 32;
-#elif defined(__FMA__)
-    __m256 m = _mm256_set1_ps(0.999999f), c = _mm256_set1_ps(1e-7f);
-    __m256 a0 = m, a1 = c, a2 = m, a3 = c, a4 = m, a5 = c, a6 = m, a7 = c, a8 = m, a9 = c;
-    do {
-        for (long i = 0; i < chunk; i++)
-            FMA10(_mm256_fmadd_ps, m, c);
-        n += chunk;
-    } while ((t = bench_now() - t0) < 0.25);
-    __m256 s = _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)),
-                             _mm256_add_ps(_mm256_add_ps(a4, a5), _mm256_add_ps(a6, a7)));
-    float v[8];
-    _mm256_storeu_ps(v, _mm256_add_ps(s, _mm256_add_ps(a8, a9)));
+    pv s = ((a0 + a1) + (a2 + a3)) + ((a4 + a5) + (a6 + a7)) + ((a8 + a9) + (a10 + a11));
+    float v[PEAK_LANES];
+    memcpy(v, &s, sizeof v);
     volatile float sink = v[0];
-    j->flops = (double)n * 10 * 16;
-#else
-#define SCALAR_FMA(x, y, z) ((x) * (y) + (z))
-    float m = 0.999999f, c = 1e-7f;
-    float a0 = m, a1 = c, a2 = m, a3 = c, a4 = m, a5 = c, a6 = m, a7 = c, a8 = m, a9 = c;
-    do {
-        for (long i = 0; i < chunk; i++)
-            FMA10(SCALAR_FMA, m, c);
-        n += chunk;
-    } while ((t = bench_now() - t0) < 0.25);
-    volatile float sink = a0 + a1 + a2 + a3 + a4 + a5 + a6 + a7 + a8 + a9;
-    j->flops = (double)n * 10 * 2;
-#endif
     (void)sink;
+    j->flops = (double)n * PEAK_CHAINS * PEAK_LANES * 2;
     j->seconds = t;
     return NULL;
 }
+
+/* The core clock in GHz, from a chain of dependent integer adds (one cycle
+ * each on every x86-64 core), the best of five 20 ms runs; 0 elsewhere. */
+static double clock_ghz(void)
+{
+#if defined(__x86_64__)
+    double best = 0;
+    for (int r = 0; r < 5; r++) {
+        unsigned long x = 0, y = 1, n = 0;
+        double t0 = bench_now(), t;
+        do {
+            /* register operands: newer cores fold add-immediate chains at rename */
+            for (int i = 0; i < 1000; i++)
+                __asm__ volatile("add %1, %0\n\tadd %1, %0\n\tadd %1, %0\n\tadd %1, %0\n\t"
+                                 "add %1, %0\n\tadd %1, %0\n\tadd %1, %0\n\tadd %1, %0\n\t"
+                                 "add %1, %0\n\tadd %1, %0"
+                                 : "+r"(x)
+                                 : "r"(y));
+            n += 10000;
+        } while ((t = bench_now() - t0) < 0.02);
+        if (n / t * 1e-9 > best)
+            best = n / t * 1e-9;
+    }
+    return best;
+#else
+    return 0;
+#endif
+}
+
+/* The most fp32 FLOPs one core can start per cycle with this build's vectors:
+ * two FMA ports of PEAK_LANES lanes, two FLOPs each. */
+#define PEAK_FLOP_PER_CYCLE (2 * 2 * PEAK_LANES)
 
 /* GFLOP/s of nth threads running FMAs at once (0 when threads cannot start). */
 static double measure_peak(int nth)
@@ -675,7 +706,7 @@ static void json_mode(FILE *f, const bench_cli *c, const mode_result *r, double 
 }
 
 static int write_json(const bench_cli *c, const slim_model_info *info, const mode_result *res,
-                      int n, double peak, const char *peak_src)
+                      int n, double peak, const char *peak_src, double ghz)
 {
     FILE *f = strcmp(c->json, "-") ? fopen(c->json, "w") : stdout;
     if (!f) {
@@ -689,10 +720,11 @@ static int write_json(const bench_cli *c, const slim_model_info *info, const mod
     fprintf(f,
             ", \"batch\": %d, \"threads\": %d, \"image_size\": %d, \"channels\": %d, "
             "\"num_classes\": %d,\n  \"params\": %lld, \"trainable_params\": %lld, "
-            "\"fwd_gflop_per_img\": %.5f, \"peak_gflops\": %.1f, \"peak_source\": \"%s\"",
+            "\"fwd_gflop_per_img\": %.5f, \"peak_gflops\": %.1f, \"peak_source\": \"%s\", "
+            "\"clock_ghz\": %.3f, \"peak_flop_per_cycle_max\": %d",
             c->batch_size, c->num_threads, info->image_size, info->channels, info->num_classes,
             (long long)info->n_params, (long long)info->n_trainable, 2e-9 * (double)info->madds,
-            peak, peak_src);
+            peak, peak_src, ghz, PEAK_FLOP_PER_CYCLE);
     for (int i = 0; i < n; i++) {
         fprintf(f, ",\n  \"%s\": ", res[i].train ? "train" : "inference");
         json_mode(f, c, &res[i], peak);
@@ -780,10 +812,11 @@ static int run_bench(int argc, char **argv)
             return 2;
         }
     }
-    double peak = c.peak;
+    double peak = c.peak, ghz = 0;
     const char *peak_src = "given";
     if (peak == 0) {
         peak = measure_peak(c.num_threads);
+        ghz = clock_ghz();
         peak_src = "measured";
     } else if (peak < 0) {
         peak = 0;
@@ -810,7 +843,12 @@ static int run_bench(int argc, char **argv)
                    info.image_size, info.channels, info.num_classes, c.num_threads,
                    c.num_threads > 1 ? "s" : "", (double)info.n_params * 1e-6,
                    2e-9 * (double)info.madds);
-            if (peak > 0)
+            if (peak > 0 && ghz > 0)
+                printf("fp32 peak: %.1f GFLOP/s (%s, %d thread%s: %.1f FLOP per cycle per core at "
+                       "%.2f GHz, of the %d its vectors allow)\n",
+                       peak, peak_src, c.num_threads, c.num_threads > 1 ? "s" : "",
+                       peak / c.num_threads / ghz, ghz, PEAK_FLOP_PER_CYCLE);
+            else if (peak > 0)
                 printf("fp32 peak: %.1f GFLOP/s (%s, %d thread%s)\n", peak, peak_src, c.num_threads,
                        c.num_threads > 1 ? "s" : "");
         }
@@ -819,7 +857,7 @@ static int run_bench(int argc, char **argv)
         n++;
     }
     if (!rc && c.json)
-        rc = write_json(&c, &info, res, n, peak, peak_src);
+        rc = write_json(&c, &info, res, n, peak, peak_src, ghz);
     for (int i = 0; i < n; i++)
         mode_result_fini(&res[i]);
     return rc;
