@@ -133,7 +133,7 @@ static void *peak_worker(void *arg)
             PEAK_STEP(6), PEAK_STEP(7), PEAK_STEP(8), PEAK_STEP(9), PEAK_STEP(10), PEAK_STEP(11);
         }
         n += chunk;
-    } while ((t = bench_now() - t0) < 0.25);
+    } while ((t = bench_now() - t0) < 0.1);
     pv s = ((a0 + a1) + (a2 + a3)) + ((a4 + a5) + (a6 + a7)) + ((a8 + a9) + (a10 + a11));
     float v[PEAK_LANES];
     memcpy(v, &s, sizeof v);
@@ -176,24 +176,33 @@ static double clock_ghz(void)
  * two FMA ports of PEAK_LANES lanes, two FLOPs each. */
 #define PEAK_FLOP_PER_CYCLE (2 * 2 * PEAK_LANES)
 
-/* GFLOP/s of nth threads running FMAs at once (0 when threads cannot start). */
+/* GFLOP/s of nth threads running FMAs at once, the best of three 0.1 s runs
+ * (a VM's other vCPU is sometimes taken away for a moment; 0 when threads
+ * cannot start). */
 static double measure_peak(int nth)
 {
-    pthread_t th[256];
-    peak_job jobs[256] = {{0}};
-    int started = 0;
-    for (int i = 1; i < nth; i++)
-        if (pthread_create(&th[i], NULL, peak_worker, &jobs[i]) == 0)
-            started = i;
-        else
+    double best = 0;
+    for (int run = 0; run < 3; run++) {
+        pthread_t th[256];
+        peak_job jobs[256] = {{0}};
+        int started = 0;
+        for (int i = 1; i < nth; i++)
+            if (pthread_create(&th[i], NULL, peak_worker, &jobs[i]) == 0)
+                started = i;
+            else
+                break;
+        peak_worker(&jobs[0]);
+        for (int i = 1; i <= started; i++)
+            pthread_join(th[i], NULL);
+        if (started < nth - 1)
             return 0;
-    peak_worker(&jobs[0]);
-    for (int i = 1; i <= started; i++)
-        pthread_join(th[i], NULL);
-    double g = 0;
-    for (int i = 0; i < nth; i++)
-        g += jobs[i].seconds > 0 ? jobs[i].flops / jobs[i].seconds * 1e-9 : 0;
-    return g;
+        double g = 0;
+        for (int i = 0; i < nth; i++)
+            g += jobs[i].seconds > 0 ? jobs[i].flops / jobs[i].seconds * 1e-9 : 0;
+        if (g > best)
+            best = g;
+    }
+    return best;
 }
 
 /* A "VmHWM:"/"VmRSS:" line of /proc/self/status in bytes (0 if absent). */
