@@ -81,6 +81,8 @@ void slim__conv_post_rows(const conv_post *post, float *y, int64_t ld, int64_t r
  * floats (1 MB), in tiles of at most DW_ROWS output rows. */
 #define DW_SLAB_MIN 262144
 #define DW_ROWS 120
+/* Rows per sub-tile of the pointwise filter gradient (ops/conv_gemm.c dw_tile_stream). */
+#define DW_SUB 60
 /* Depth chunk of the forward-shaped products: the chunk of a B panel (16 or 32 KB) stays in L1. */
 #define KCHUNK 256
 /* ukr_nn_wide (12 x 32, AVX-512) for depth chunks at least this deep (GEMM
