@@ -734,39 +734,6 @@ void slim__conv_gemm_forward(const slim_kernel_ctx *c, const conv_post *post)
     conv_rows(f, c->in[0].data, packed, slim__conv_bias(c), post, c->out[0].data, col, lo, hi);
 }
 
-/* dW_g rows [0, kn) (ld O) += A^T (kn x rn) dY (rn x Og, ld O); A (rn x kn, ld lda).
- * wide: full panels MR2 rows of dW at a time (ukr_tn_wide, AVX-512), which
- * dw_slabs' tiles gain from (ResNet-50's 1x1 1024->2048: median of 10
- * alternating conv_bench runs 90.5 -> 110.9 GFLOP/s) but the whole-K tiles
- * of gemm_backward_rows lose (1x1 256->64: 105.8 -> 76.1). */
-static void dw_tile(const conv_geom *f, const float *A, int64_t lda, int64_t kn, const float *dyt,
-                    int64_t rn, float *dwg, bool wide)
-{
-    int64_t nb = (f->Og + NR - 1) / NR;
-    const int64_t last = f->Og - (nb - 1) * NR; /* columns of the last panel */
-    if (last <= NARROW_NR) {
-        /* the last panel is narrow: MR2 rows of dW at a time */
-        nb--;
-        for (int64_t k0 = 0; k0 < kn; k0 += MR2)
-            ukr_tn_narrow(rn, A + k0, lda, dyt + nb * NR, f->O, dwg + k0 * f->O + nb * NR, f->O,
-                          (int)min64(MR2, kn - k0), (int)last, true);
-    }
-    int64_t k0 = 0;
-#ifdef UKR_HAS_TN_WIDE
-    if (wide && nb > 0 && f->Og / NR >= nb)
-        for (; k0 + MR2 <= kn; k0 += MR2)
-            for (int64_t ob = 0; ob < nb; ob++)
-                ukr_tn_wide(rn, A + k0, lda, dyt + ob * NR, f->O, dwg + k0 * f->O + ob * NR, f->O,
-                            true);
-#else
-    (void)wide;
-#endif
-    for (; k0 < kn; k0 += MR)
-        for (int64_t ob = 0; ob < nb; ob++)
-            ukr_tn(rn, A + k0, lda, dyt + ob * NR, f->O, dwg + k0 * f->O + ob * NR, f->O,
-                   (int)min64(MR, kn - k0), (int)min64(NR, f->Og - ob * NR), true);
-}
-
 /* Lines of the next rows a pointwise filter gradient will read, prefetched
  * into L2 a few at a time between micro-kernel calls: x read where it lies,
  * row by row at a stride of C floats, and dY at a stride of O, defeat the
@@ -777,10 +744,11 @@ typedef struct dw_pf {
     int64_t lda, ldy;       /* row strides, bytes */
     int64_t a_lines, lines; /* lines per row: of A, of A and dY */
     int64_t rows, r, l;     /* rows to fetch; the next row and line */
+    int64_t per;            /* lines per micro-kernel call */
 } dw_pf;
 
 static void dw_pf_init(dw_pf *p, const float *a, int64_t lda, int64_t kn, const float *dy,
-                       int64_t ldy, int64_t ny, int64_t rows)
+                       int64_t ldy, int64_t ny, int64_t rows, int64_t calls)
 {
     p->a = (const char *)a;
     p->y = (const char *)dy;
@@ -790,11 +758,15 @@ static void dw_pf_init(dw_pf *p, const float *a, int64_t lda, int64_t kn, const 
     p->lines = p->a_lines + (ny * (int64_t)sizeof(float) + 63) / 64 + 1;
     p->rows = rows;
     p->r = p->l = 0;
+    p->per = (rows * p->lines + calls - 1) / calls;
 }
 
-static inline void dw_pf_step(dw_pf *p, int64_t n)
+/* The next p->per lines (none when p is NULL). */
+static inline void dw_pf_step(dw_pf *p)
 {
-    for (; n > 0 && p->r < p->rows; n--) {
+    if (!p)
+        return;
+    for (int64_t n = p->per; n > 0 && p->r < p->rows; n--) {
         const char *at = p->l < p->a_lines ? p->a + p->r * p->lda + p->l * 64
                                            : p->y + p->r * p->ldy + (p->l - p->a_lines) * 64;
         __builtin_prefetch(at, 0, 2);
@@ -805,46 +777,62 @@ static inline void dw_pf_step(dw_pf *p, int64_t n)
     }
 }
 
+/* dW_g rows [0, kn) (ld O) += A^T (kn x rn) dY (rn x Og, ld O); A (rn x kn, ld lda).
+ * wide: full panels MR2 rows of dW at a time (ukr_tn_wide, AVX-512), which
+ * dw_slabs' tiles gain from (ResNet-50's 1x1 1024->2048: median of 10
+ * alternating conv_bench runs 90.5 -> 110.9 GFLOP/s) but the whole-K tiles
+ * of gemm_backward_rows lose (1x1 256->64: 105.8 -> 76.1). pf: NULL, or
+ * lines to prefetch before each micro-kernel call (dw_tile_stream). */
+static void dw_tile(const conv_geom *f, const float *A, int64_t lda, int64_t kn, const float *dyt,
+                    int64_t rn, float *dwg, bool wide, dw_pf *pf)
+{
+    int64_t nb = (f->Og + NR - 1) / NR;
+    const int64_t last = f->Og - (nb - 1) * NR; /* columns of the last panel */
+    if (last <= NARROW_NR) {
+        /* the last panel is narrow: MR2 rows of dW at a time */
+        nb--;
+        for (int64_t k0 = 0; k0 < kn; k0 += MR2) {
+            dw_pf_step(pf);
+            ukr_tn_narrow(rn, A + k0, lda, dyt + nb * NR, f->O, dwg + k0 * f->O + nb * NR, f->O,
+                          (int)min64(MR2, kn - k0), (int)last, true);
+        }
+    }
+    int64_t k0 = 0;
+#ifdef UKR_HAS_TN_WIDE
+    if (wide && nb > 0 && f->Og / NR >= nb)
+        for (; k0 + MR2 <= kn; k0 += MR2)
+            for (int64_t ob = 0; ob < nb; ob++) {
+                dw_pf_step(pf);
+                ukr_tn_wide(rn, A + k0, lda, dyt + ob * NR, f->O, dwg + k0 * f->O + ob * NR, f->O,
+                            true);
+            }
+#else
+    (void)wide;
+#endif
+    for (; k0 < kn; k0 += MR)
+        for (int64_t ob = 0; ob < nb; ob++) {
+            dw_pf_step(pf);
+            ukr_tn(rn, A + k0, lda, dyt + ob * NR, f->O, dwg + k0 * f->O + ob * NR, f->O,
+                   (int)min64(MR, kn - k0), (int)min64(NR, f->Og - ob * NR), true);
+        }
+}
+
 /* dw_tile for A read where it lies (POINTWISE: x itself, ld C): rows in
- * sub-tiles of DW_SUB, each summed while the next sub-tile's rows of A and dY
- * (up to row avail, exclusive) are prefetched. 1x1 256->64 56x56 b16 in a
- * loop like this one: 71-89 GFLOP/s (whole 240-row tiles, no prefetch) ->
- * 104-115; 512->128 28x28: 106 -> 150 (medians of 9). */
+ * sub-tiles of DW_SUB, each summed on the 12 x 32 kernel while the next
+ * sub-tile's rows of A and dY (up to row avail, exclusive) are prefetched.
+ * conv_bench --direction=bwd-filter, medians of 5 alternating runs: 1x1
+ * 64->128 71 -> 113 GFLOP/s on 1 thread, 256->64 138 -> 191 on 2. */
 static void dw_tile_stream(const conv_geom *f, const float *A, int64_t lda, int64_t kn,
                            const float *dyt, int64_t rn, int64_t avail, float *dwg)
 {
-    const int64_t nb = (f->Og + NR - 1) / NR, O = f->O;
-    /* blocks of MR2 rows of dW (the last one what is left), each through every panel */
-    const int64_t calls = (kn + MR2 - 1) / MR2 * nb;
+    const int64_t calls = (kn + MR2 - 1) / MR2 * ((f->Og + NR - 1) / NR); /* about */
     for (int64_t s0 = 0; s0 < rn; s0 += DW_SUB) {
         const int64_t sn = min64(DW_SUB, rn - s0);
-        const float *as = A + s0 * lda, *dys = dyt + s0 * O;
+        const float *as = A + s0 * lda, *dys = dyt + s0 * f->O;
         dw_pf pf;
-        dw_pf_init(&pf, as + sn * lda, lda, kn, dys + sn * O, O, f->Og,
-                   min64(DW_SUB, avail - s0 - sn));
-        const int64_t per = (pf.rows * pf.lines + calls - 1) / calls;
-        for (int64_t k0 = 0; k0 < kn; k0 += MR2) {
-            const int64_t kb = min64(MR2, kn - k0);
-            for (int64_t ob = 0; ob < nb; ob++) {
-                const int64_t nr = min64(NR, f->Og - ob * NR);
-                const float *b = dys + ob * NR;
-                dw_pf_step(&pf, per);
-                if (nr <= NARROW_NR) {
-                    ukr_tn_narrow(sn, as + k0, lda, b, O, dwg + k0 * O + ob * NR, O, (int)kb,
-                                  (int)nr, true);
-                    continue;
-                }
-#ifdef UKR_HAS_TN_WIDE
-                if (kb == MR2 && nr == NR) {
-                    ukr_tn_wide(sn, as + k0, lda, b, O, dwg + k0 * O + ob * NR, O, true);
-                    continue;
-                }
-#endif
-                for (int64_t k = k0; k < k0 + kb; k += MR)
-                    ukr_tn(sn, as + k, lda, b, O, dwg + k * O + ob * NR, O,
-                           (int)min64(MR, k0 + kb - k), (int)nr, true);
-            }
-        }
+        dw_pf_init(&pf, as + sn * lda, lda, kn, dys + sn * f->O, f->O, f->Og,
+                   min64(DW_SUB, avail - s0 - sn), calls);
+        dw_tile(f, as, lda, kn, dys, sn, dwg, true, &pf);
     }
 }
 
@@ -882,7 +870,7 @@ static void dw_slabs(const conv_geom *f, const float *x, const float *dy, int64_
                                dw + ks * f->O + g * f->Og);
             else
                 dw_tile(f, a, lda, kn, dy + r0 * f->O + g * f->Og, rn, dw + ks * f->O + g * f->Og,
-                        true);
+                        true, NULL);
         }
     }
 }
@@ -926,7 +914,7 @@ static void gemm_backward_rows(const slim_kernel_ctx *c, const gemm_bwd *j, int6
                 if (f->pointwise)
                     dw_tile_stream(f, a, lda, K, dyt, rn, R1 - r0, j->dwp + g * Og);
                 else
-                    dw_tile(f, a, lda, K, dyt, rn, j->dwp + g * Og, false);
+                    dw_tile(f, a, lda, K, dyt, rn, j->dwp + g * Og, false, NULL);
             }
             if (!j->dx)
                 continue;
@@ -980,7 +968,8 @@ static void gemm_backward_filter_ksplit(const slim_kernel_ctx *c, float *col, in
                 dw_tile_stream(f, a, lda, k1 - k0, dy + r0 * O + g * Og, rn, M - r0,
                                dw + k0 * O + g * Og);
             else
-                dw_tile(f, a, lda, k1 - k0, dy + r0 * O + g * Og, rn, dw + k0 * O + g * Og, false);
+                dw_tile(f, a, lda, k1 - k0, dy + r0 * O + g * Og, rn, dw + k0 * O + g * Og, false,
+                        NULL);
         }
     }
 }
