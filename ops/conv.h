@@ -109,6 +109,14 @@ void slim__conv_post_rows(const conv_post *post, float *y, int64_t ld, int64_t r
 #define WINO_MIN_CH 16
 #define WINO_DW_MIN_CH 32 /* the filter gradient: 16->16 was slower on 2 threads */
 
+/* The pointwise filter gradient from packed panels (ops/conv_pw.c), for
+ * dW of at least PW_MIN_CO floats: blocks of PW_KC rows of x and dY, PW_MC
+ * channels of x (a multiple of MR) and PW_NC columns of dY. */
+#define PW_MIN_CO 32768
+#define PW_KC 256
+#define PW_MC 96
+#define PW_NC 512
+
 /* ---- shared helpers ------------------------------------------------------ */
 
 static inline int64_t min64(int64_t a, int64_t b)
@@ -178,6 +186,18 @@ size_t slim__wino_du_floats(const conv_geom *q);
 size_t slim__wino_vy_floats(const conv_geom *q);
 void slim__wino_dw(const slim_kernel_ctx *c, const conv_geom *q, const float *x, const float *dy,
                    float *dw, float *dU, float *vy);
+
+/* ---- ops/conv_pw.c --------------------------------------------------------- */
+
+/* Whether q's filter gradient goes through slim__pw_dw (pointwise, no groups,
+ * dW of at least PW_MIN_CO floats). */
+bool slim__pw_dw_packed(const conv_geom *f);
+/* Floats of one of nth workers' packed panels. */
+size_t slim__pw_dw_ws_floats(const conv_geom *f, int nth);
+/* Worker ith of nw: its part of dw (C, O) = x^T dy (written, not added), ws:
+ * slim__pw_dw_ws_floats(f, nw) floats of its own. */
+void slim__pw_dw(const conv_geom *f, const float *x, const float *dy, float *dw, float *ws,
+                 int ith, int nw);
 
 /* ---- ops/conv.c ------------------------------------------------------------- */
 

@@ -138,7 +138,7 @@ size_t slim__conv_shared_floats(const conv_params *p, bool backward)
 
 /* One backward worker's slice of the workspace (offsets in floats). */
 typedef struct bwd_slice {
-    size_t col, dcol, dw, db, band, total;
+    size_t col, dcol, dw, db, band, pack, total;
 } bwd_slice;
 
 static bwd_slice bwd_layout(const conv_params *p, int64_t nw)
@@ -154,9 +154,12 @@ static bwd_slice bwd_layout(const conv_params *p, int64_t nw)
         col = slim__wino_ws_floats(t);
     bwd_slice s = {.col = 0, .dcol = col};
     s.dw = s.dcol + (scatter ? round16((size_t)(f->T * f->K)) : 0);
-    s.db = s.dw + (p->dw_ksplit ? 0 : round16((size_t)(f->K * f->O)));
+    const bool packed = slim__pw_dw_packed(f); /* dW by slim__pw_dw: no partial sums */
+    s.db = s.dw + (p->dw_ksplit || packed ? 0 : round16((size_t)(f->K * f->O)));
     s.band = s.db + round16((size_t)f->O);
-    s.total = s.band;
+    s.pack = s.total = s.band;
+    if (packed)
+        s.total += slim__pw_dw_ws_floats(f, (int)nw);
     if (scatter && f->N % nw != 0) {
         /* a band of output rows of one image and the input rows it touches */
         int64_t band = (f->OH + nw - 1) / nw;
@@ -1003,7 +1006,8 @@ void slim__conv_gemm_backward(const slim_kernel_ctx *c)
     bwd_slice sl = bwd_layout(p, nw);
     size_t stride = sl.total;
     const bool wdw = p->wino_dw && dw; /* dW by Winograd, after the rest */
-    if (wdw)
+    const bool pdw = dw && slim__pw_dw_packed(f); /* dW from packed panels, after the rest */
+    if (wdw || pdw)
         dw = NULL;
     bool ksplit = p->dw_ksplit && nw > 1;
     float *ws = packed + slim__conv_shared_floats(p, true), *mine = ws + (size_t)c->ith * stride;
@@ -1093,6 +1097,8 @@ void slim__conv_gemm_backward(const slim_kernel_ctx *c)
     }
     if (ksplit && dw && worker)
         gemm_backward_filter_ksplit(c, j.col, nw);
+    if (pdw && worker)
+        slim__pw_dw(f, c->in[0].data, c->dout[0].data, c->din[1].data, mine + sl.pack, c->ith, nw);
     if (wdw) {
         size_t vy = slim__conv_shared_floats(p, true) - slim__wino_vy_floats(f);
         slim__wino_dw(c, f, c->in[0].data, c->dout[0].data, c->din[1].data, packed, packed + vy);

@@ -24,6 +24,11 @@
  *           summed in registers in segment order.
  * Each sums in the same order as its plain kernel over the same depth, so
  * results are bitwise those of the im2col path.
+ * One more takes A packed as BLIS does, for products whose operands are
+ * copied into panels first (ops/conv_pw.c):
+ *   ukr_pp: C = A B (+ C when acc), A a micro-panel of MR rows interleaved
+ *           (a[l*MR + i], zero-padded rows), B a packed panel as for ukr_nn;
+ *           both read as one stream each.
  * copy_run/zero_run are the short copies of im2col, inline instead of a libc
  * call per run.
  */
@@ -251,6 +256,27 @@ __attribute__((unused)) static void ukr_tn_seg(int64_t nseg, const float *const 
             UKR_TN_ROWS(a);
         }
     }
+    vfloat z = vzero();
+    UKR_PUT(z, z, acc);
+}
+
+/* C (mr x nr, ld ldc) = A B (+ C when acc) over depth d: A packed (a[l*MR + i]),
+ * B a packed panel (d x NR). */
+__attribute__((unused)) static void ukr_pp(int64_t d, const float *a, const float *b, float *c,
+                                           int64_t ldc, int mr, int nr, bool acc)
+{
+    UKR_ZERO;
+#pragma GCC unroll 4
+    for (int64_t l = 0; l < d; l++, a += MR, b += NR) {
+        vfloat b0 = vload(b), b1 = vload(b + VW);
+        UKR_ROW(0, a);
+        UKR_ROW(1, a + 1);
+        UKR_ROW(2, a + 2);
+        UKR_ROW(3, a + 3);
+        UKR_ROW(4, a + 4);
+        UKR_ROW(5, a + 5);
+    }
+    vmask m0 = lanes_below(nr), m1 = lanes_below(nr - VW);
     vfloat z = vzero();
     UKR_PUT(z, z, acc);
 }
@@ -507,6 +533,19 @@ __attribute__((unused)) static void ukr_tn_seg(int64_t nseg, const float *const 
             for (int i = 0; i < mr; i++)
                 for (int j = 0; j < nr; j++)
                     s[i][j] += as[sg][l * lda + i] * bs[sg][l * ldb + j];
+    for (int i = 0; i < mr; i++)
+        for (int j = 0; j < nr; j++)
+            c[i * ldc + j] = s[i][j] + (acc ? c[i * ldc + j] : 0.0f);
+}
+
+__attribute__((unused)) static void ukr_pp(int64_t d, const float *a, const float *b, float *c,
+                                           int64_t ldc, int mr, int nr, bool acc)
+{
+    float s[MR][NR] = {{0}};
+    for (int64_t l = 0; l < d; l++, a += MR, b += NR)
+        for (int i = 0; i < MR; i++)
+            for (int j = 0; j < NR; j++)
+                s[i][j] += a[i] * b[j];
     for (int i = 0; i < mr; i++)
         for (int j = 0; j < nr; j++)
             c[i * ldc + j] = s[i][j] + (acc ? c[i * ldc + j] : 0.0f);

@@ -315,6 +315,17 @@ static const harness_case cases[] = {
      .in = {X4(2, 3, 4, 600), X4(1, 1, 600, 500)},
      .training = true,
      .eps = 2e-3},
+    /* the packed pointwise filter gradient (ops/conv_pw.c) split by columns
+     * (O > C): 3 threads own 34/33/33 panels, each in two blocks of PW_NC
+     * columns, over two blocks of PW_KC rows (279 = 256 + 23), with a partial
+     * micro-panel (22 = 3 x 6 + 4) and a partial panel (1597 = 99 x 16 + 13) */
+    {.name = "pw_dw_packed_cols_c22_o1597",
+     .op = "conv2d",
+     .attrs = "",
+     .n_in = 2,
+     .in = {X4(1, 9, 31, 22), X4(1, 1, 22, 1597)},
+     .training = true,
+     .eps = 2e-3},
     {.name = "narrow_3x3_c4_o13_im2col",
      .op = "conv2d",
      .attrs = "padding=SAME",
