@@ -30,42 +30,50 @@ typedef struct layer {
     const char *name;                 /* ours */
     const char *dnnl;                 /* the anchor file's layer column */
     int64_t N, H, W, C, KH, KW, O, S; /* KH == 0: fully_connected x (N,C), w (C,O) */
+    int64_t G;                        /* groups; G == C == O: depthwise */
 } layer;
 
 /* SAME padding everywhere (the 1x1 needs none). */
 static const layer LAYERS[] = {
-    {"ResNet-50 3x3 64->64 56x56 b16", "R50 conv3x3 64->64 56x56 b16", 16, 56, 56, 64, 3, 3, 64, 1},
+    {"ResNet-50 3x3 64->64 56x56 b16", "R50 conv3x3 64->64 56x56 b16", 16, 56, 56, 64, 3, 3, 64, 1, 1},
     {"VGG-16 conv1_2 64->64 224x224 b4", "VGG conv1_2 64->64 224x224 b4", 4, 224, 224, 64, 3, 3, 64,
-     1},
-    {"1x1 256->64 56x56 b16", "1x1 conv 256->64 56x56 b16", 16, 56, 56, 256, 1, 1, 64, 1},
+     1, 1},
+    {"1x1 256->64 56x56 b16", "1x1 conv 256->64 56x56 b16", 16, 56, 56, 256, 1, 1, 64, 1, 1},
     {"ResNet-50 conv1 7x7/2 3->64 224x224 b16", "R50 conv1 7x7/2 3->64 224 b16", 16, 224, 224, 3, 7,
-     7, 64, 2},
+     7, 64, 2, 1},
     /* deep layers, filter rows of 768-1536 floats (the direct path in depth chunks) */
-    {"VGG-16 conv4_2 512->512 28x28 b8", "", 8, 28, 28, 512, 3, 3, 512, 1},
-    {"ResNet-50 3x3 256->256 14x14 b16", "", 16, 14, 14, 256, 3, 3, 256, 1},
-    {"ResNet-50 3x3 128->128 28x28 b16", "", 16, 28, 28, 128, 3, 3, 128, 1},
-    {"ResNet-50 3x3 512->512 7x7 b16", "", 16, 7, 7, 512, 3, 3, 512, 1},
-    {"ResNet-50 1x1 1024->2048 7x7 b16", "", 16, 7, 7, 1024, 1, 1, 2048, 1},
+    {"VGG-16 conv4_2 512->512 28x28 b8", "", 8, 28, 28, 512, 3, 3, 512, 1, 1},
+    {"ResNet-50 3x3 256->256 14x14 b16", "", 16, 14, 14, 256, 3, 3, 256, 1, 1},
+    {"ResNet-50 3x3 128->128 28x28 b16", "", 16, 28, 28, 128, 3, 3, 128, 1, 1},
+    {"ResNet-50 3x3 512->512 7x7 b16", "", 16, 7, 7, 512, 3, 3, 512, 1, 1},
+    {"ResNet-50 1x1 1024->2048 7x7 b16", "", 16, 7, 7, 1024, 1, 1, 2048, 1, 1},
     /* ResNet-50's other 1x1 shapes (the bottlenecks' expanding and reducing layers) */
-    {"ResNet-50 1x1 64->256 56x56 b16", "", 16, 56, 56, 64, 1, 1, 256, 1},
-    {"ResNet-50 1x1 128->512 28x28 b16", "", 16, 28, 28, 128, 1, 1, 512, 1},
-    {"ResNet-50 1x1 512->128 28x28 b16", "", 16, 28, 28, 512, 1, 1, 128, 1},
-    {"ResNet-50 1x1 1024->256 14x14 b16", "", 16, 14, 14, 1024, 1, 1, 256, 1},
-    {"ResNet-50 1x1 256->1024 14x14 b16", "", 16, 14, 14, 256, 1, 1, 1024, 1},
-    {"ResNet-50 1x1 2048->512 7x7 b16", "", 16, 7, 7, 2048, 1, 1, 512, 1},
+    {"ResNet-50 1x1 64->256 56x56 b16", "", 16, 56, 56, 64, 1, 1, 256, 1, 1},
+    {"ResNet-50 1x1 128->512 28x28 b16", "", 16, 28, 28, 128, 1, 1, 512, 1, 1},
+    {"ResNet-50 1x1 512->128 28x28 b16", "", 16, 28, 28, 512, 1, 1, 128, 1, 1},
+    {"ResNet-50 1x1 1024->256 14x14 b16", "", 16, 14, 14, 1024, 1, 1, 256, 1, 1},
+    {"ResNet-50 1x1 256->1024 14x14 b16", "", 16, 14, 14, 256, 1, 1, 1024, 1, 1},
+    {"ResNet-50 1x1 2048->512 7x7 b16", "", 16, 7, 7, 2048, 1, 1, 512, 1, 1},
     /* TF-Slim's LeNet at batch 64 (bench/train_step) */
-    {"LeNet conv1 5x5 1->32 28x28 b64", "", 64, 28, 28, 1, 5, 5, 32, 1},
-    {"LeNet conv2 5x5 32->64 14x14 b64", "", 64, 14, 14, 32, 5, 5, 64, 1},
-    {"LeNet fc3 3136->1024 b64", "", 64, 1, 1, 3136, 0, 0, 1024, 1},
-    {"LeNet fc4 1024->10 b64", "", 64, 1, 1, 1024, 0, 0, 10, 1},
+    {"LeNet conv1 5x5 1->32 28x28 b64", "", 64, 28, 28, 1, 5, 5, 32, 1, 1},
+    {"LeNet conv2 5x5 32->64 14x14 b64", "", 64, 14, 14, 32, 5, 5, 64, 1, 1},
+    {"LeNet fc3 3136->1024 b64", "", 64, 1, 1, 3136, 0, 0, 1024, 1, 1},
+    {"LeNet fc4 1024->10 b64", "", 64, 1, 1, 1024, 0, 0, 10, 1, 1},
     /* MobileNet v1 at batch 16: the stem and the early 1x1 layers (small depth, big maps) */
-    {"MobileNet v1 Conv2d_0 3x3/2 3->32 224x224 b16", "", 16, 224, 224, 3, 3, 3, 32, 2},
-    {"MobileNet v1 1x1 32->64 112x112 b16", "", 16, 112, 112, 32, 1, 1, 64, 1},
-    {"MobileNet v1 1x1 64->128 56x56 b16", "", 16, 56, 56, 64, 1, 1, 128, 1},
-    {"MobileNet v1 1x1 128->128 56x56 b16", "", 16, 56, 56, 128, 1, 1, 128, 1},
+    {"MobileNet v1 Conv2d_0 3x3/2 3->32 224x224 b16", "", 16, 224, 224, 3, 3, 3, 32, 2, 1},
+    {"MobileNet v1 1x1 32->64 112x112 b16", "", 16, 112, 112, 32, 1, 1, 64, 1, 1},
+    {"MobileNet v1 1x1 64->128 56x56 b16", "", 16, 56, 56, 64, 1, 1, 128, 1, 1},
+    {"MobileNet v1 1x1 128->128 56x56 b16", "", 16, 56, 56, 128, 1, 1, 128, 1, 1},
+    /* MobileNet v1 and v2 depthwise layers at batch 16 (stride 1 and 2) */
+    {"MobileNet v1 dw 3x3 32 112x112 b16", "", 16, 112, 112, 32, 3, 3, 32, 1, 32},
+    {"MobileNet v1 dw 3x3/2 64 112x112 b16", "", 16, 112, 112, 64, 3, 3, 64, 2, 64},
+    {"MobileNet v1 dw 3x3 128 56x56 b16", "", 16, 56, 56, 128, 3, 3, 128, 1, 128},
+    {"MobileNet v1 dw 3x3 512 14x14 b16", "", 16, 14, 14, 512, 3, 3, 512, 1, 512},
+    {"MobileNet v2 dw 3x3/2 96 112x112 b16", "", 16, 112, 112, 96, 3, 3, 96, 2, 96},
+    {"MobileNet v2 dw 3x3 144 56x56 b16", "", 16, 56, 56, 144, 3, 3, 144, 1, 144},
     /* Fashion-MNIST ResNet-14 (models/examples/resnet_fmnist.yaml): stage 1 and stage 2 */
-    {"ResNet-14 3x3 16->16 28x28 b64", "", 64, 28, 28, 16, 3, 3, 16, 1},
-    {"ResNet-14 3x3 32->32 14x14 b64", "", 64, 14, 14, 32, 3, 3, 32, 1},
+    {"ResNet-14 3x3 16->16 28x28 b64", "", 64, 28, 28, 16, 3, 3, 16, 1, 1},
+    {"ResNet-14 3x3 32->32 14x14 b64", "", 64, 14, 14, 32, 3, 3, 32, 1, 1},
 };
 #define N_LAYERS ((int)(sizeof LAYERS / sizeof LAYERS[0]))
 
@@ -147,10 +155,12 @@ static result run_case(const slim_registry *reg, const opts *o, int li, int dir,
         slim_attrs_set_ints(a, "strides", (int64_t[]){L->S, L->S}, 2);
         slim_attrs_set_str(a, "padding", "SAME");
         slim_attrs_set_str(a, "winograd", o->winograd);
+        if (L->G > 1)
+            slim_attrs_set_int(a, "groups", L->G);
     }
     slim_tensor_desc in[2] = {
         {SLIM_F32, {4, {L->N, L->H, L->W, L->C}}},
-        {SLIM_F32, {4, {L->KH, L->KW, L->C, L->O}}},
+        {SLIM_F32, {4, {L->KH, L->KW, L->C / L->G, L->O}}},
     };
     if (fc) {
         in[0].shape = (slim_shape){2, {L->N, L->C}};
@@ -164,7 +174,7 @@ static result run_case(const slim_registry *reg, const opts *o, int li, int dir,
     const slim_shape *ys = &slim__oprun_infer(r)->out[0].shape;
     int64_t OH = fc ? 1 : ys->dim[1], OW = fc ? 1 : ys->dim[2];
     int64_t taps = fc ? 1 : L->KH * L->KW;
-    double flops = 2.0 * (double)(L->N * OH * OW * L->O * taps * L->C);
+    double flops = 2.0 * (double)(L->N * OH * OW * L->O * taps * L->C / L->G);
 
     float *x = alloc_rand(slim_shape_numel(&in[0].shape), 1);
     float *w = alloc_rand(slim_shape_numel(&in[1].shape), 2);
