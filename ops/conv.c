@@ -579,7 +579,7 @@ typedef struct dw_pf {
 
 static inline void dw_pf_step(dw_pf *pf)
 {
-    for (int64_t i = 0; i < pf->per && pf->at < pf->end; i++, pf->at += 64)
+    for (int64_t i = 0; pf && i < pf->per && pf->at < pf->end; i++, pf->at += 64)
         __builtin_prefetch(pf->at, 0, 2);
 }
 
@@ -627,30 +627,93 @@ static dw_pf dw_next_rows(const conv_geom *f, const float *x, int64_t row, int64
 
 #endif
 
-/* The taps of output pixel (n, oh, ow) inside the image: their x and w
- * pointers into xs and ws; returns how many. */
-static int dw_taps(const conv_geom *f, const float *x, const float *w, int64_t n, int64_t oh,
+/* The taps of output column ow inside the image, from the filter rows
+ * inside it (x row xr[r] at column 0 meets filter row wr[r]): their x and w
+ * pointers into xs and ws, row by row; returns how many. */
+static int dw_taps(const conv_geom *f, const float *const *xr, const float *const *wr, int nr,
                    int64_t ow, const float **xs, const float **ws)
 {
     int nt = 0;
-    for (int64_t kh = 0; kh < f->KH; kh++) {
-        int64_t ih = oh * f->SH - f->PT + kh * f->DH;
-        if (ih < 0 || ih >= f->H)
-            continue;
+    for (int r = 0; r < nr; r++)
         for (int64_t kw = 0; kw < f->KW; kw++) {
             int64_t iw = ow * f->SW - f->PL + kw * f->DW;
             if (iw < 0 || iw >= f->W)
                 continue;
-            xs[nt] = x + ((n * f->H + ih) * f->W + iw) * f->C;
-            ws[nt++] = w + (kh * f->KW + kw) * f->C;
+            xs[nt] = xr[r] + iw * f->C;
+            ws[nt++] = wr[r] + kw * f->C;
         }
-    }
     return nt;
 }
 
-/* Each output pixel from the list of its taps inside the image (in this
- * worker's slice of the workspace): with vectors, its channels summed in
- * registers and post applied before one store; else in y's memory. */
+/* One output row of depthwise f (yrow: OW x C) from its filter rows inside
+ * the image (nr of them: x row xr[r] at column 0 meets filter row wr[r]),
+ * bias b (NULL: none), post applied; lists: the border pixels' tap lists
+ * (dw_list_floats(f) floats); pf: NULL, or lines to prefetch as the row goes.
+ * With vectors each pixel's channels are summed in registers and post is
+ * applied before the one store; else in y's memory. */
+static void dw_row(const conv_geom *f, const float *const *xr, const float *const *wr, int nr,
+                   const float *b, const conv_post *post, float *yrow, float *lists, dw_pf *pf)
+{
+    const int64_t C = f->C, taps = f->KH * f->KW;
+    const float **xs = (const float **)lists, **ws = xs + taps;
+    int64_t in0 = f->OW, in1 = f->OW;
+#ifdef VW
+    /* the output columns whose taps all lie inside the image's columns */
+    if (f->W - 1 - (f->KW - 1) * f->DW + f->PL >= 0) {
+        in0 = min64(f->OW, (f->PL + f->SW - 1) / f->SW);
+        in1 = max64(in0, min64(f->OW, (f->W - 1 - (f->KW - 1) * f->DW + f->PL) / f->SW + 1));
+    }
+    dw_interior(f, xr, wr, nr, in0, in1, b, post, yrow, pf);
+#else
+    (void)pf;
+#endif
+    for (int64_t ow = 0; ow < f->OW; ow++) {
+        if (ow == in0)
+            ow = in1;
+        if (ow >= f->OW)
+            break;
+        int nt = dw_taps(f, xr, wr, nr, ow, xs, ws);
+        float *yp = yrow + ow * C;
+#ifdef VW
+        dw_pixel(C, xs, ws, nt, b, post, yp);
+#else
+        if (b)
+            memcpy(yp, b, (size_t)C * sizeof(float));
+        else
+            memset(yp, 0, (size_t)C * sizeof(float));
+        for (int t = 0; t < nt; t++) {
+            const float *restrict xp = xs[t], *restrict wp = ws[t];
+            for (int64_t ch = 0; ch < C; ch++)
+                yp[ch] += xp[ch] * wp[ch];
+        }
+        if (post_any(post))
+            slim__conv_post_rows(post, yp, C, 1, 0, C);
+#endif
+    }
+}
+
+int slim__dw_rows(const conv_geom *f, const float *x_n, int64_t oh, const float *w,
+                  const float **xr, const float **wr)
+{
+    int nr = 0;
+    for (int64_t kh = 0; kh < f->KH; kh++) {
+        int64_t ih = oh * f->SH - f->PT + kh * f->DH;
+        if (ih >= 0 && ih < f->H) {
+            xr[nr] = x_n ? x_n + ih * f->W * f->C : NULL;
+            wr[nr++] = w + kh * f->KW * f->C;
+        }
+    }
+    return nr;
+}
+
+void slim__dw_row(const conv_geom *f, const float *const *xr, const float *const *wr, int nr,
+                  const float *b, const conv_post *post, float *yrow, float *lists)
+{
+    dw_row(f, xr, wr, nr, b, post, yrow, lists, NULL);
+}
+
+/* Each worker its share of the output rows, the input rows the next one adds
+ * prefetched as it goes. */
 static void dw_forward(const slim_kernel_ctx *c, const conv_post *post)
 {
     const conv_params *p = c->params;
@@ -659,58 +722,15 @@ static void dw_forward(const slim_kernel_ctx *c, const conv_post *post)
     const float *w = c->in[1].data;      /* w: (KH,KW,1,C) */
     const float *b = slim__conv_bias(c); /* b: (C) */
     float *y = c->out[0].data;           /* y: (N,OH,OW,C) */
-    const int64_t C = f->C, taps = f->KH * f->KW;
-    const float **xs = (const float **)((float *)c->ws + (size_t)c->ith * dw_list_floats(f));
-    const float **ws = xs + taps;
+    float *lists = (float *)c->ws + (size_t)c->ith * dw_list_floats(f);
+    const float **xr = (const float **)lists + 2 * f->KH * f->KW, **wr = xr + f->KH;
     int64_t lo, hi;
     slim_split(f->N * f->OH, c->ith, c->nth, &lo, &hi);
-#ifdef VW
-    /* the output columns whose taps all lie inside the image's columns */
-    const float **xr = ws + taps, **wr = xr + f->KH;
-    int64_t in0 = min64(f->OW, (f->PL + f->SW - 1) / f->SW),
-            in1 = max64(in0, min64(f->OW, (f->W - 1 - (f->KW - 1) * f->DW + f->PL) / f->SW + 1));
-    if (f->W - 1 - (f->KW - 1) * f->DW + f->PL < 0)
-        in0 = in1 = f->OW;
-#endif
     for (int64_t row = lo; row < hi; row++) {
-#ifdef VW
         const int64_t n = row / f->OH, oh = row % f->OH;
-        int nr = 0;
-        for (int64_t kh = 0; kh < f->KH; kh++) {
-            int64_t ih = oh * f->SH - f->PT + kh * f->DH;
-            if (ih >= 0 && ih < f->H) {
-                xr[nr] = x + (n * f->H + ih) * f->W * C;
-                wr[nr++] = w + kh * f->KW * C;
-            }
-        }
+        int nr = slim__dw_rows(f, x + n * f->H * f->W * f->C, oh, w, xr, wr);
         dw_pf pf = dw_next_rows(f, x, row, hi);
-        dw_interior(f, xr, wr, nr, in0, in1, b, post, y + row * f->OW * C, &pf);
-#endif
-        for (int64_t ow = 0; ow < f->OW; ow++) {
-#ifdef VW
-            if (ow == in0)
-                ow = in1;
-            if (ow >= f->OW)
-                break;
-#endif
-            int nt = dw_taps(f, x, w, row / f->OH, row % f->OH, ow, xs, ws);
-            float *yp = y + (row * f->OW + ow) * C;
-#ifdef VW
-            dw_pixel(C, xs, ws, nt, b, post, yp);
-#else
-            if (b)
-                memcpy(yp, b, (size_t)C * sizeof(float));
-            else
-                memset(yp, 0, (size_t)C * sizeof(float));
-            for (int t = 0; t < nt; t++) {
-                const float *restrict xp = xs[t], *restrict wp = ws[t];
-                for (int64_t ch = 0; ch < C; ch++)
-                    yp[ch] += xp[ch] * wp[ch];
-            }
-            if (post_any(post))
-                slim__conv_post_rows(post, yp, C, 1, 0, C);
-#endif
-        }
+        dw_row(f, xr, wr, nr, b, post, y + row * f->OW * f->C, lists, &pf);
     }
 }
 

@@ -201,6 +201,17 @@ void slim__pw_dw(const conv_geom *f, const float *x, const float *dy, float *dw,
 
 /* ---- ops/conv.c ------------------------------------------------------------- */
 
+/* The filter rows of output row oh of depthwise f inside the image: for
+ * each, the x row it meets (x_n: image n's first row; NULL leaves xr[r]
+ * NULL for the caller to fill) into xr and the filter row into wr; returns
+ * how many (at most KH). */
+int slim__dw_rows(const conv_geom *f, const float *x_n, int64_t oh, const float *w,
+                  const float **xr, const float **wr);
+/* Output row yrow (OW x C) of depthwise f from those rows, bias b (NULL:
+ * none), post applied (lists: dw_list_floats(f) floats of scratch). */
+void slim__dw_row(const conv_geom *f, const float *const *xr, const float *const *wr, int nr,
+                  const float *b, const conv_post *post, float *yrow, float *lists);
+
 void slim__conv_forward_ref(const slim_kernel_ctx *c);
 void slim__conv_backward_ref(const slim_kernel_ctx *c);
 /* acc[o] += sum of dy rows [r0, r1) (dy: (rows, O)). */
