@@ -757,6 +757,25 @@ const slim_model_info *slim_model_get_info(const slim_model *m)
     return m ? &m->info : NULL;
 }
 
+int64_t slim_model_step_madds(const slim_model *m, const char *step)
+{
+    int64_t sum = 0;
+    int n = slim_model_layer_count(m);
+    for (const char *p = step; p && *p;) {
+        const char *e = strstr(p, " + ");
+        size_t len = e ? (size_t)(e - p) : strlen(p);
+        for (int i = 0; i < n; i++) {
+            const slim_model_layer *l = slim_model_layer_at(m, i);
+            if (l->madds > 0 && l->name && strlen(l->name) == len && !strncmp(l->name, p, len)) {
+                sum += l->madds;
+                break;
+            }
+        }
+        p = e ? e + 3 : NULL;
+    }
+    return sum;
+}
+
 int slim_model_layer_count(const slim_model *m)
 {
     return m ? m->n_layers : 0;

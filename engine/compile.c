@@ -20,6 +20,7 @@
 #include "engine/error.h"
 #include "engine/gemm.h"
 #include "engine/program.h"
+#include "engine/registry.h"
 #include "ops/act.h" /* the activations a fused conv2d applies */
 
 #include <math.h>
@@ -201,6 +202,10 @@ typedef struct build {
      * (ACT_*) and the residual tensor (-1: none) */
     int *fuse_out, *fuse_bn, *fuse_act, *fuse_res;
     bool *gone, *fused; /* per tensor: no buffer; written by a fused conv2d */
+    /* per node, a pointwise conv2d that ends a chain (conv2d_chain): the
+     * depthwise conv2d before it and the pointwise one before that (-1: none) */
+    int *chain_d, *chain_a;
+    const slim_op_desc *chain_op;
     int *contrib, *seen;
     bool plan_only;            /* slim_graph_plan: sizes only, no arena, slots or threads */
     int *deferred, n_deferred; /* clipping: parameters to update after the norm */
@@ -478,6 +483,22 @@ static slim_status find_fusions(build *b)
 static int node_inputs(const build *b, int n, slim_tid *in)
 {
     const slim__node *nd = &b->g->nodes[n];
+    if (b->chain_d[n] >= 0) {
+        /* x, then each conv's w and batch norm, then the residual */
+        const int convs[3] = {b->chain_a[n], b->chain_d[n], n};
+        int n_in = 0;
+        in[n_in++] = b->g->nodes[convs[0] >= 0 ? convs[0] : convs[1]].in[0];
+        for (int k = 0; k < 3; k++) {
+            if (convs[k] < 0)
+                continue;
+            in[n_in++] = b->g->nodes[convs[k]].in[1];
+            for (int i = 1; i < 5; i++)
+                in[n_in++] = b->g->nodes[b->fuse_bn[convs[k]]].in[i];
+        }
+        if (b->fuse_res[n] >= 0)
+            in[n_in++] = b->fuse_res[n];
+        return n_in;
+    }
     int n_in = nd->n_in;
     memcpy(in, nd->in, (size_t)n_in * sizeof *in);
     if (b->fuse_bn[n] >= 0)
@@ -534,6 +555,172 @@ static const char *fused_name(const build *b, int n)
     return names[b->fuse_bn[n] >= 0][b->fuse_res[n] >= 0][b->fuse_act[n]];
 }
 
+/* ---- chains: a depthwise-separable block in one step (conv2d_chain) ---------------- */
+
+/* Whether node n is a conv2d fused with a batch norm, without a bias, that a
+ * chain can take: pointwise (1x1, stride 1, no padding, no groups) or
+ * depthwise (groups == C == O, SAME or VALID, no dilation). */
+static bool chain_conv(const build *b, int n, bool depthwise)
+{
+    const slim_graph *g = b->g;
+    const slim__node *nd = &g->nodes[n];
+    if (!b->needed[n] || !is_op(nd, "conv2d") || b->fuse_out[n] < 0 || b->fuse_bn[n] < 0 ||
+        nd->n_in != 2)
+        return false;
+    const slim_shape *x = &g->tensors[nd->in[0]].d.shape, *w = &g->tensors[nd->in[1]].d.shape;
+    const int64_t *st = slim__attrs_get(&nd->attrs, "strides")->ints,
+                  *dl = slim__attrs_get(&nd->attrs, "dilations")->ints,
+                  *pads = slim__attrs_get(&nd->attrs, "pads")->ints,
+                  groups = slim__attrs_get(&nd->attrs, "groups")->ints[0];
+    const bool explicit_pads = !strcmp(slim__attrs_get(&nd->attrs, "padding")->str, "EXPLICIT");
+    if (x->rank != 4 || w->rank != 4 || dl[0] != 1 || dl[1] != 1)
+        return false;
+    if (depthwise)
+        return groups == x->dim[3] && w->dim[2] == 1 && w->dim[3] == x->dim[3] && !explicit_pads;
+    return groups == 1 && w->dim[0] == 1 && w->dim[1] == 1 && st[0] == 1 && st[1] == 1 &&
+           !(pads[0] | pads[1] | pads[2] | pads[3]);
+}
+
+/* After find_fusions: a fused pointwise conv2d whose input only a fused
+ * depthwise conv2d writes, and only it reads, takes that one in, and the
+ * same again for a fused pointwise conv2d before the depthwise one
+ * (MobileNet v2's expand -> depthwise -> project, v1's depthwise ->
+ * pointwise). Not with the reference kernels (SLIM_KERNELS=ref runs the
+ * convolutions one by one). */
+static slim_status find_chains(build *b)
+{
+    slim_graph *g = b->g;
+    int nt = g->n_tensors, nn = g->n_nodes;
+    b->chain_op = slim_registry_find(g->reg, "conv2d_chain");
+    if (!b->chain_op || slim__force_ref())
+        return SLIM_OK;
+    int *uses = calloc((size_t)nt + 1, sizeof *uses), *writer = malloc(((size_t)nt + 1) * sizeof(int));
+    if (!uses || !writer) {
+        free(uses);
+        free(writer);
+        return oom(b->err);
+    }
+    for (int t = 0; t < nt; t++)
+        writer[t] = -1;
+    for (int n = 0; n < nn; n++) {
+        slim_tid in[SLIM_MAX_INPUTS];
+        for (int i = 0, k = b->needed[n] ? node_inputs(b, n, in) : 0; i < k; i++)
+            uses[in[i]]++;
+        if (b->needed[n] && b->fuse_out[n] >= 0)
+            writer[b->fuse_out[n]] = n;
+    }
+    for (int n = 0; n < nn; n++) {
+        if (!chain_conv(b, n, false))
+            continue;
+        const slim_tid td = g->nodes[n].in[0];
+        const int d = writer[td];
+        if (d < 0 || uses[td] != 1 || g->tensors[td].marked || !chain_conv(b, d, true) ||
+            b->fuse_res[d] >= 0)
+            continue;
+        const slim_tid ta = g->nodes[d].in[0];
+        const int a = writer[ta];
+        const bool expand = a >= 0 && uses[ta] == 1 && !g->tensors[ta].marked &&
+                            chain_conv(b, a, false) && b->fuse_res[a] < 0 && b->chain_d[a] < 0;
+        b->chain_d[n] = d;
+        b->needed[d] = false;
+        b->fused[td] = false;
+        b->gone[td] = true;
+        if (expand) {
+            b->chain_a[n] = a;
+            b->needed[a] = false;
+            b->fused[ta] = false;
+            b->gone[ta] = true;
+        }
+    }
+    free(uses);
+    free(writer);
+    return SLIM_OK;
+}
+
+/* Storage for the chain's attribute values that are not the graph's. */
+typedef struct chain_vals {
+    int64_t expand, residual;
+    double eps[3];
+} chain_vals;
+
+/* The batch norm epsilon of fused conv n. */
+static double bn_eps(const build *b, int n)
+{
+    const slim__attr_value *e = slim__attrs_get(&b->g->nodes[b->fuse_bn[n]].attrs, "epsilon");
+    return e && e->type == SLIM_ATTR_FLOAT ? e->floats[0] : 0.001;
+}
+
+/* conv2d_chain's attributes for chain n (set->values is the caller's to free). */
+static slim_status chain_attrs(build *b, int n, slim__attr_set *set, chain_vals *cv)
+{
+    const int a = b->chain_a[n], dn = b->chain_d[n];
+    const slim__node *dw = &b->g->nodes[dn];
+    const slim_op_desc *d = b->chain_op;
+    cv->expand = a >= 0;
+    cv->residual = b->fuse_res[n] >= 0;
+    cv->eps[0] = a >= 0 ? bn_eps(b, a) : 0.001;
+    cv->eps[1] = bn_eps(b, dn);
+    cv->eps[2] = bn_eps(b, n);
+    set->desc = d;
+    set->values = calloc((size_t)d->n_attrs + 1, sizeof *set->values);
+    if (!set->values)
+        return oom(b->err);
+    for (int i = 0; i < d->n_attrs; i++) {
+        const char *name = d->attrs[i].name;
+        slim__attr_value *v = &set->values[i];
+        v->type = d->attrs[i].type;
+        v->n = 1;
+        if (!strcmp(name, "strides") || !strcmp(name, "padding"))
+            *v = *slim__attrs_get(&dw->attrs, name);
+        else if (!strcmp(name, "expand"))
+            v->ints = &cv->expand;
+        else if (!strcmp(name, "residual"))
+            v->ints = &cv->residual;
+        else if (!strcmp(name, "expand_epsilon"))
+            v->floats = &cv->eps[0];
+        else if (!strcmp(name, "depthwise_epsilon"))
+            v->floats = &cv->eps[1];
+        else if (!strcmp(name, "batch_norm_epsilon"))
+            v->floats = &cv->eps[2];
+        else if (!strcmp(name, "expand_activation"))
+            v->str = (char *)act_names[a >= 0 ? b->fuse_act[a] : ACT_NONE];
+        else if (!strcmp(name, "depthwise_activation"))
+            v->str = (char *)act_names[b->fuse_act[dn]];
+        else if (!strcmp(name, "activation"))
+            v->str = (char *)act_names[b->fuse_act[n]];
+        else
+            return slim__error(b->err, SLIM_EINTERNAL, "conv2d_chain: unknown attribute %s", name);
+    }
+    return SLIM_OK;
+}
+
+/* The chain's step name: its layers' names joined by " + " (profiles count
+ * each one's multiply-adds), kept by the program. */
+static const char *chain_name(build *b, int n)
+{
+    const int convs[3] = {b->chain_a[n], b->chain_d[n], n};
+    size_t len = 1;
+    for (int k = 0; k < 3; k++)
+        len += convs[k] >= 0 ? strlen(b->g->nodes[convs[k]].name) + 3 : 0;
+    char *s = malloc(len), **owned = realloc(b->p->owned, (size_t)(b->p->n_owned + 1) * sizeof *owned);
+    if (!s || !owned) {
+        free(s);
+        if (owned)
+            b->p->owned = owned;
+        return NULL;
+    }
+    b->p->owned = owned;
+    owned[b->p->n_owned++] = s;
+    s[0] = 0;
+    for (int k = 0; k < 3; k++)
+        if (convs[k] >= 0) {
+            if (s[0])
+                strcat(s, " + ");
+            strcat(s, b->g->nodes[convs[k]].name);
+        }
+    return s;
+}
+
 static slim_status compile(build *b)
 {
     slim_program *p = b->p;
@@ -578,6 +765,8 @@ static slim_status compile(build *b)
     /* inference: conv2d + batch_norm + add + relu as one step */
     if (!p->training && !o->no_fusion) {
         slim_status st = find_fusions(b);
+        if (st == SLIM_OK)
+            st = find_chains(b);
         if (st != SLIM_OK)
             return st;
     }
@@ -592,6 +781,19 @@ static slim_status compile(build *b)
         int n_in = node_inputs(b, n, tin);
         for (int i = 0; i < n_in; i++)
             in[i] = g->tensors[tin[i]].d;
+        if (b->chain_d[n] >= 0) {
+            slim__attr_set set;
+            chain_vals cv;
+            slim_status st = chain_attrs(b, n, &set, &cv);
+            if (st == SLIM_OK)
+                st = slim__node_infer(b->chain_op, &set, in, n_in, false, p->nth, nd->name,
+                                      &p->infer[n], err);
+            free(set.values);
+            if (st != SLIM_OK)
+                return st;
+            b->node_training[n] = false;
+            continue;
+        }
         if (b->fuse_out[n] >= 0) {
             slim__attr_set set;
             int64_t flag[2];
@@ -739,15 +941,18 @@ static slim_status compile(build *b)
             return oom(err);
         slim_tid in[SLIM_MAX_INPUTS];
         int n_in = node_inputs(b, n, in);
-        s->d = nd->d;
+        const bool chain = b->chain_d[n] >= 0;
+        s->d = chain ? b->chain_op : nd->d;
         s->params = r->params;
         s->training = b->node_training[n];
         s->n_in = n_in;
         s->n_out = nd->n_out;
         s->n_saved = r->n_saved;
         s->node_id = (uint32_t)n;
-        s->name = nd->name;
-        s->op = b->fuse_out[n] >= 0 ? fused_name(b, n) : nd->d->name;
+        s->name = chain ? chain_name(b, n) : nd->name;
+        if (!s->name)
+            return oom(err);
+        s->op = chain ? b->chain_op->name : b->fuse_out[n] >= 0 ? fused_name(b, n) : nd->d->name;
         int vi = new_views(p, n_in), vo = new_views(p, nd->n_out), vs = new_views(p, r->n_saved);
         if (vi < -1 || vo < -1 || vs < -1)
             return oom(err);
@@ -772,7 +977,7 @@ static slim_status compile(build *b)
             s->ws_size = r->ws_bytes;
         }
         bool is_ref;
-        s->fn = slim__pick_kernel(nd->d, false, false, &is_ref);
+        s->fn = slim__pick_kernel(s->d, false, false, &is_ref);
         s->single = is_ref;
         p->n_fwd++;
     }
@@ -1101,6 +1306,8 @@ static slim_status compile_program(slim_graph *g, const slim_compile_opts *opts,
     b.fuse_res = malloc(((size_t)nn + 1) * sizeof(int));
     b.gone = calloc((size_t)nt + 1, sizeof(bool));
     b.fused = calloc((size_t)nt + 1, sizeof(bool));
+    b.chain_d = malloc(((size_t)nn + 1) * sizeof(int));
+    b.chain_a = malloc(((size_t)nn + 1) * sizeof(int));
     p->tbuf = malloc(((size_t)nt + 1) * sizeof(int));
     p->gbuf = malloc(((size_t)nt + 1) * sizeof(int));
     p->n_infer = nn + g->n_params + 1; /* nodes, updates, the global norm */
@@ -1108,10 +1315,10 @@ static slim_status compile_program(slim_graph *g, const slim_compile_opts *opts,
     slim_status st = SLIM_OK;
     if (!b.needed || !b.bwd || !b.node_training || !b.req || !b.live || !b.contrib || !b.seen ||
         !b.deferred || !p->tbuf || !p->gbuf || !p->infer || !b.fuse_out || !b.fuse_bn ||
-        !b.fuse_act || !b.fuse_res || !b.gone || !b.fused)
+        !b.fuse_act || !b.fuse_res || !b.gone || !b.fused || !b.chain_d || !b.chain_a)
         st = oom(err);
     for (int n = 0; st == SLIM_OK && n < nn; n++)
-        b.fuse_out[n] = b.fuse_bn[n] = b.fuse_res[n] = -1;
+        b.fuse_out[n] = b.fuse_bn[n] = b.fuse_res[n] = b.chain_d[n] = b.chain_a[n] = -1;
     for (int t = 0; st == SLIM_OK && t < nt; t++)
         p->tbuf[t] = p->gbuf[t] = -1;
     if (st == SLIM_OK && o.training && o.optimizer) {
@@ -1156,6 +1363,8 @@ static slim_status compile_program(slim_graph *g, const slim_compile_opts *opts,
     free(b.fuse_res);
     free(b.gone);
     free(b.fused);
+    free(b.chain_d);
+    free(b.chain_a);
     if (st != SLIM_OK) {
         slim__program_destroy(p);
         return st;

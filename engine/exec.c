@@ -297,6 +297,9 @@ void slim__program_destroy(slim_program *p)
     }
     free(p->times);
     free(p->bound);
+    for (int i = 0; i < p->n_owned; i++)
+        free(p->owned[i]);
+    free(p->owned);
     free(p);
 }
 

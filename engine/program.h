@@ -68,6 +68,8 @@ struct slim_program {
     size_t slot_bytes;
 
     int n_fwd, n_bwd, n_upd;
+    char **owned; /* strings the steps name (a chain's layer names joined) */
+    int n_owned;
     bool profiling;
     slim_node_time *times;
     /* the current run */

@@ -157,6 +157,13 @@ int slim__conv_workers(const slim_kernel_ctx *c, bool backward);
 /* The bias the products add: NULL when there is none or a batch norm is folded in. */
 const float *slim__conv_bias(const slim_kernel_ctx *c);
 void slim__conv_gemm_forward(const slim_kernel_ctx *c, const conv_post *post);
+/* A pointwise product on its own (ops/conv_chain.c): all threads pack w (K,
+ * O) into dst (slim__pw_packed_floats(K, O) floats) and meet; then one
+ * thread computes out (M, O) = in (M, K) times it, post applied. */
+void slim__pw_pack(const slim_kernel_ctx *c, const float *w, int64_t K, int64_t O, float *dst);
+size_t slim__pw_packed_floats(int64_t K, int64_t O);
+void slim__pw_gemm(int64_t M, int64_t K, int64_t O, const float *in, const float *packed,
+                   const conv_post *post, float *out);
 void slim__conv_gemm_backward(const slim_kernel_ctx *c);
 
 /* ---- ops/conv_wino.c -------------------------------------------------------- */

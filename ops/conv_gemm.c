@@ -202,6 +202,22 @@ int64_t slim__conv_tile_rows(const conv_geom *q, int64_t M, int nth)
 
 /* ---- packing the filter ----------------------------------------------------- */
 
+/* depth rows of nj columns into one NR-column panel (zeros beyond nj): row l,
+ * column j from src[l * ls + j * js]. */
+static void pack_cols(const float *src, int64_t ls, int64_t js, int64_t depth, int64_t nj,
+                      float *dst)
+{
+    for (int64_t l = 0; l < depth; l++, src += ls, dst += NR) {
+        if (js == 1)
+            copy_run(dst, src, nj);
+        else
+            for (int64_t j = 0; j < nj; j++)
+                dst[j] = src[j * js];
+        if (nj < NR)
+            zero_run(dst + nj, NR - nj);
+    }
+}
+
 /* Panel pn of group g of the filter w (KH,KW,Cg,O), packed as pack_dims says. */
 static void pack_panel(const conv_params *p, int mode, const float *w, int64_t g, int64_t pn,
                        float *dst)
@@ -212,25 +228,32 @@ static void pack_panel(const conv_params *p, int mode, const float *w, int64_t g
     pack_dims(p, mode, &depth, &panels);
     int64_t nj = min64(NR, (mode == PACK_W ? f->Og : mode == PACK_WT ? f->K : f->Cg) - j0);
     w += g * f->Og;
-    for (int64_t l = 0; l < depth; l++, dst += NR) {
-        const float *src;
-        int64_t js;
-        if (mode == PACK_W) {
-            src = w + l * O + j0; /* B(k = l, o = j0 + j) */
-            js = 1;
-        } else if (mode == PACK_WT) {
-            src = w + j0 * O + l; /* B(o = l, k = j0 + j) */
-            js = O;
-        } else {
-            int64_t tap = taps - 1 - l / f->Og, o = l % f->Og; /* B((tap', o), c = j0 + j) */
-            src = w + (tap * f->Cg + j0) * O + o;
-            js = O;
-        }
-        for (int64_t j = 0; j < nj; j++)
-            dst[j] = src[j * js];
-        for (int64_t j = nj; j < NR; j++)
-            dst[j] = 0.0f;
+    if (mode == PACK_W) { /* B(k = l, o = j0 + j) */
+        pack_cols(w + j0, O, 1, depth, nj, dst);
+        return;
     }
+    if (mode == PACK_WT) { /* B(o = l, k = j0 + j) */
+        pack_cols(w + j0 * O, 1, O, depth, nj, dst);
+        return;
+    }
+    for (int64_t l = 0; l < depth; l++, dst += NR) {
+        int64_t tap = taps - 1 - l / f->Og, o = l % f->Og; /* B((tap', o), c = j0 + j) */
+        pack_cols(w + (tap * f->Cg + j0) * O + o, 0, O, 1, nj, dst);
+    }
+}
+
+void slim__pw_pack(const slim_kernel_ctx *c, const float *w, int64_t K, int64_t O, float *dst)
+{
+    int64_t panels = (O + NR - 1) / NR, lo, hi;
+    slim_split(panels, c->ith, c->nth, &lo, &hi);
+    for (int64_t pn = lo; pn < hi; pn++)
+        pack_cols(w + pn * NR, O, 1, K, min64(NR, O - pn * NR), dst + pn * K * NR);
+    c->sync(c);
+}
+
+size_t slim__pw_packed_floats(int64_t K, int64_t O)
+{
+    return round16((size_t)((O + NR - 1) / NR * NR * K));
 }
 
 /* All threads pack the panels of every group into dst, then meet. */
@@ -735,6 +758,16 @@ void slim__conv_gemm_forward(const slim_kernel_ctx *c, const conv_post *post)
     /* tile-major, so a thread's tiles are contiguous */
     slim_split(ntiles * f->G, c->ith, nw, &lo, &hi);
     conv_rows(f, c->in[0].data, packed, slim__conv_bias(c), post, c->out[0].data, col, lo, hi);
+}
+
+void slim__pw_gemm(int64_t M, int64_t K, int64_t O, const float *in, const float *packed,
+                   const conv_post *post, float *out)
+{
+    conv_geom q = {.N = 1, .H = 1, .W = M, .C = K, .KH = 1, .KW = 1, .O = O, .OH = 1, .OW = M,
+                   .SH = 1, .SW = 1, .DH = 1, .DW = 1, .G = 1, .Cg = K, .Og = O, .K = K,
+                   .T = min64(M, TILE_ROWS), .pointwise = true};
+    if (M > 0)
+        conv_rows(&q, in, packed, NULL, post, out, NULL, 0, (M + q.T - 1) / q.T);
 }
 
 /* Lines of the next rows a pointwise filter gradient will read, prefetched

@@ -32,19 +32,6 @@ static int by_ms_desc(const void *a, const void *b)
     return x->ms < y->ms ? 1 : x->ms > y->ms ? -1 : 0;
 }
 
-/* Forward multiply-adds of the layer a node belongs to (per example), when
- * the model knows them: conv and fc layers. */
-static int64_t layer_madds(slim_model *m, const char *node)
-{
-    int n = slim_model_layer_count(m);
-    for (int i = 0; i < n; i++) {
-        const slim_model_layer *l = slim_model_layer_at(m, i);
-        if (l->madds > 0 && l->name && strcmp(l->name, node) == 0)
-            return l->madds;
-    }
-    return 0;
-}
-
 slim_status slim_profile(const slim_train_config *c, int warmup, int steps, slim_profile_report *r,
                          slim_error *err)
 {
@@ -136,7 +123,7 @@ slim_status slim_profile(const slim_train_config *c, int warmup, int steps, slim
         o->ms = 1e3 * acc[k] / steps;
         if (o->phase >= 0 && o->phase < 4)
             r->phase_ms[o->phase] += o->ms;
-        int64_t madds = layer_madds(t.model, o->name);
+        int64_t madds = slim_model_step_madds(t.model, o->name);
         /* forward: 2 flops per multiply-add; backward: the data and the filter
          * gradients, twice that */
         double flop = madds * 2.0 * c->batch_size * (o->phase == 1 ? 2 : 1);

@@ -3,7 +3,7 @@
 
 check_PROGRAMS += tests/ops/test_ops
 tests_ops_test_ops_SOURCES = tests/ops/test_ops.c tests/ops/harness.c tests/ops/harness.h \
-	tests/ops/cases_conv.c tests/ops/cases_pool.c tests/ops/cases_fc.c \
+	tests/ops/cases_conv.c tests/ops/cases_conv_chain.c tests/ops/cases_pool.c tests/ops/cases_fc.c \
 	tests/ops/cases_batch_norm.c tests/ops/cases_activation.c tests/ops/cases_softmax.c \
 	tests/ops/cases_elementwise.c tests/ops/cases_shape.c tests/ops/cases_dropout.c \
 	tests/ops/cases_lrn.c tests/ops/cases_loss.c tests/ops/cases_optim.c \

@@ -282,20 +282,6 @@ static int by_ms_desc(const void *a, const void *b)
     return x < y ? 1 : x > y ? -1 : 0;
 }
 
-/* Forward multiply-adds of one example for the layer a node belongs to (conv
- * and fc layers: a layer's main node carries the layer's name), as slimrun
- * profile counts them. */
-static int64_t layer_madds(const slim_model *m, const char *node)
-{
-    int n = slim_model_layer_count(m);
-    for (int i = 0; i < n; i++) {
-        const slim_model_layer *l = slim_model_layer_at(m, i);
-        if (l->madds > 0 && l->name && !strcmp(l->name, node))
-            return l->madds;
-    }
-    return 0;
-}
-
 /* Mean per-node times over the timed runs -> rows per node and per op kind. */
 static int collect_nodes(mode_result *r, const slim_model *m, const slim_node_time *t, int n,
                          const double *acc, const double *acc1, int runs, int batch)
@@ -321,7 +307,7 @@ static int collect_nodes(mode_result *r, const slim_model *m, const slim_node_ti
         o->ms1 = acc1 ? 1e3 * acc1[k] / runs : 0;
         r->phase_ms[o->phase] += o->ms;
         /* forward: 2 FLOPs per multiply-add; backward: data and filter gradients */
-        int64_t madds = o->phase <= 1 ? layer_madds(m, o->name) : 0;
+        int64_t madds = o->phase <= 1 ? slim_model_step_madds(m, o->name) : 0;
         o->flop = 2.0 * (double)madds * batch * (o->phase == 1 ? 2 : 1);
         int j = 0;
         while (j < r->n_kinds && (strcmp(r->kinds[j].op, o->op) || r->kinds[j].phase != o->phase))

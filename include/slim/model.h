@@ -111,6 +111,10 @@ typedef struct slim_model_layer {
 
 SLIM_EXPORT int slim_model_layer_count(const slim_model *m);
 SLIM_EXPORT const slim_model_layer *slim_model_layer_at(const slim_model *m, int i);
+/* Forward multiply-adds (one example) of a program step: of the layer it is
+ * named after, or summed over the layers a fused step names, joined by " + "
+ * (conv2d_chain); 0 for layers that do not count them. */
+SLIM_EXPORT int64_t slim_model_step_madds(const slim_model *m, const char *step);
 
 SLIM_EXPORT void slim_model_free(slim_model *m);
 

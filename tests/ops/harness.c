@@ -155,10 +155,10 @@ int harness_run(const slim_registry *reg, const harness_case *c)
     double grad_tol = c->grad_tol > 0 ? c->grad_tol : 2e-2;
     double eps = c->eps > 0 ? c->eps : 1e-3;
 
-    buf in[8], in0[8];
+    buf in[HARNESS_MAX_IN], in0[HARNESS_MAX_IN];
     memset(in, 0, sizeof in);
     memset(in0, 0, sizeof in0);
-    slim_tensor_desc descs[8];
+    slim_tensor_desc descs[HARNESS_MAX_IN];
     for (int i = 0; i < c->n_in; i++) {
         fill_input(&c->in[i], &in[i]);
         in0[i] = in[i];
@@ -166,7 +166,7 @@ int harness_run(const slim_registry *reg, const harness_case *c)
         memcpy(in0[i].data, in[i].data, in[i].bytes);
         descs[i] = in[i].d;
     }
-    void *ptrs[8];
+    void *ptrs[HARNESS_MAX_IN];
     for (int i = 0; i < c->n_in; i++)
         ptrs[i] = in[i].data;
 
@@ -287,7 +287,7 @@ int harness_run(const slim_registry *reg, const harness_case *c)
                 rw[j][i] = rwf[j][i];
             }
         }
-        float *din[8] = {0}, *din_ref[8] = {0};
+        float *din[HARNESS_MAX_IN] = {0}, *din_ref[HARNESS_MAX_IN] = {0};
         for (int i = 0; i < c->n_in; i++) {
             bool want = in[i].d.dtype == SLIM_F32 && !(d->nondiff_inputs & (1u << i)) &&
                         !(c->skip_grad_inputs & (1u << i));
@@ -364,7 +364,7 @@ int harness_run(const slim_registry *reg, const harness_case *c)
             free(rw[j]);
             free(rwf[j]);
         }
-        for (int i = 0; i < 8; i++) {
+        for (int i = 0; i < HARNESS_MAX_IN; i++) {
             free(din[i]);
             free(din_ref[i]);
         }

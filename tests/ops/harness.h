@@ -24,12 +24,15 @@ typedef struct harness_input {
     bool state;             /* a state buffer the op writes (batch-norm moving stats) */
 } harness_input;
 
+/* Inputs of one case at most (conv2d_chain takes 17). */
+#define HARNESS_MAX_IN 17
+
 typedef struct harness_case {
     const char *name; /* "same_s2": printed as op/name */
     const char *op;
     const char *attrs; /* "strides=[2, 2]; padding=SAME" parsed with slim_attrs_set_text */
     int n_in;
-    harness_input in[8];
+    harness_input in[HARNESS_MAX_IN];
     bool training;             /* infer and kernels in training mode */
     double fwd_tol;            /* max |fast - ref| / (1 + |ref|); 0 = 1e-4 */
     double grad_tol;           /* max |analytic - numeric| / (1e-2 + |numeric|) ...; 0 = 2e-2 */

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #define FAMILIES(X)                                                                                \
-    X(conv)                                                                                        \
+    X(conv) X(conv_chain)                                                                          \
     X(pool) X(fc) X(batch_norm) X(activation) X(softmax) X(elementwise) X(shape) X(dropout) X(lrn) \
         X(loss) X(optim) X(optim_adaptive)
 
