@@ -99,12 +99,19 @@ make -C "$BUILDDIR" -j2 bench tools/slimrun >/dev/null
 B=$BUILDDIR/bench
 SLIMRUN=$BUILDDIR/tools/slimrun
 # The fp32 peak for the big models' percentages (slimrun bench's FMA loop,
-# about 164 / 328 GFLOP/s on 1 / 2 threads of this VM), measured unless
-# PEAK1/PEAK2 say otherwise.
+# about 100 / 200 GFLOP/s on 1 / 2 threads of this Zen3 VM), measured unless
+# PEAK1/PEAK2 say otherwise: the best of three, since one short loop can
+# start while the VM has not yet given the second vCPU its share (it once
+# read 103 on 2 threads, then 201 and 198 a second later).
 measure_peak() {
-    "${LOCK[@]}" "$SLIMRUN" bench --model_name=lenet --mode=inference --batch_size=1 \
-        --iterations=1 --warmup=0 --budget=0 --num_threads="$1" 2>/dev/null |
-        sed -n 's/^fp32 peak: \([0-9.]*\) GFLOP.*/\1/p'
+    local i best=0 g
+    for i in 1 2 3; do
+        g=$("${LOCK[@]}" "$SLIMRUN" bench --model_name=lenet --mode=inference --batch_size=1 \
+            --iterations=1 --warmup=0 --budget=0 --num_threads="$1" 2>/dev/null |
+            sed -n 's/^fp32 peak: \([0-9.]*\) GFLOP.*/\1/p')
+        best=$(awk -v a="$best" -v b="${g:-0}" 'BEGIN { print (b > a ? b : a) }')
+    done
+    echo "$best"
 }
 [ -n "$PEAK1" ] || PEAK1=$(measure_peak 1)
 [ -n "$PEAK2" ] || PEAK2=$(measure_peak 2)

@@ -581,6 +581,15 @@ static bool chain_conv(const build *b, int n, bool depthwise)
            !(pads[0] | pads[1] | pads[2] | pads[3]);
 }
 
+/* Node `node`, whose output t a chain computes inside, runs no more, nor
+ * does t get a buffer. */
+static void absorb(build *b, int node, slim_tid t)
+{
+    b->needed[node] = false;
+    b->fused[t] = false;
+    b->gone[t] = true;
+}
+
 /* After find_fusions: a fused pointwise conv2d whose input only a fused
  * depthwise conv2d writes, and only it reads, takes that one in, and the
  * same again for a fused pointwise conv2d before the depthwise one
@@ -622,14 +631,10 @@ static slim_status find_chains(build *b)
         const bool expand = a >= 0 && uses[ta] == 1 && !g->tensors[ta].marked &&
                             chain_conv(b, a, false) && b->fuse_res[a] < 0 && b->chain_d[a] < 0;
         b->chain_d[n] = d;
-        b->needed[d] = false;
-        b->fused[td] = false;
-        b->gone[td] = true;
+        absorb(b, d, td);
         if (expand) {
             b->chain_a[n] = a;
-            b->needed[a] = false;
-            b->fused[ta] = false;
-            b->gone[ta] = true;
+            absorb(b, a, ta);
         }
     }
     free(uses);
