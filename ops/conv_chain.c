@@ -308,12 +308,13 @@ static void chain_forward_ref(const slim_kernel_ctx *c)
                             if (ih < 0 || ih >= d->H || iw < 0 || iw >= d->W)
                                 continue;
                             const float *xp = x + ((n * d->H + ih) * d->W + iw) * p->C0;
-                            double a = xp[c1];
+                            double a = 0; /* the depthwise input: x, or the expanded x */
                             if (p->expand) {
-                                a = 0;
                                 for (int64_t c0 = 0; c0 < p->C0; c0++)
                                     a += (double)xp[c0] * wa[c0 * C1 + c1];
                                 a = bn_act(&c->in[p->in_a + 1], p->eps_a, p->act_a, c1, a);
+                            } else {
+                                a = xp[c1];
                             }
                             acc += a * wd[(kh * d->KW + kw) * C1 + c1];
                         }
