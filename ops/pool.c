@@ -38,8 +38,11 @@ typedef struct pool_params {
     bool include_pad;
 } pool_params;
 
-/* Channels per max_pool backward unit: enough to vectorize, small enough to split. */
+/* Channels per max_pool backward argmax: enough to vectorize, few enough for registers. */
 #define POOL_CBLK 32
+/* dx rows per max_pool backward unit: a band of ResNet-50's pool1 (112 x 64
+ * channels) is 229 KB, in L2 from its zeroing to its last add. */
+#define POOL_BAND 8
 
 static int64_t min64(int64_t a, int64_t b)
 {
@@ -287,20 +290,26 @@ static void max_pool_backward_1x1(const slim_kernel_ctx *c)
     }
 }
 
-/* Units are (image, block of POOL_CBLK channels): a unit's dx elements belong to
- * it alone, so the scatter to each window's argmax needs no synchronization.
- * Per window the argmax runs over the channels as vectors (a compare and two
- * blends per tap: the best value and the tap's offset); only the final
- * scatter, one add per output element, is scalar. When the windows tile the
- * image (2x2/2 VALID on even sizes: each input in exactly one window) dx is
- * written in the same pass, without zeroing it first. */
+/* Units are (image, band of about POOL_BAND rows of dx): a unit's dx elements
+ * belong to it alone, so the scatter to each window's argmax needs no
+ * synchronization, and the band's rows (all channels, one contiguous run)
+ * stay in cache from their zeroing to the last add. Every window that reads
+ * a row of the band is evaluated, and adds only to taps inside the band: a
+ * window that straddles two bands is evaluated by both. Per window the
+ * argmax runs over POOL_CBLK channels at a time as vectors (a compare and
+ * two blends per tap: the best value and the tap's offset); only the final
+ * scatter, one add per output element, is scalar. Each dx element sums its
+ * windows in (oh, ow) order, as the reference does. When the windows tile
+ * the image (2x2/2 VALID on even sizes: each input in exactly one window)
+ * bands are whole rows of windows and dx is written in the same pass,
+ * without zeroing it first. */
 static void max_pool_backward(const slim_kernel_ctx *c)
 {
     const pool_params *p = c->params;
     const float *x = c->in[0].data;    /* x: (N,H,W,C) */
     const float *dy = c->dout[0].data; /* dy: (N,OH,OW,C) */
     float *dx = c->din[0].data;        /* dx: (N,H,W,C) */
-    const int64_t C = p->C, nblk = (C + POOL_CBLK - 1) / POOL_CBLK;
+    const int64_t C = p->C, W = p->W;
     if (!dx)
         return;
     if (p->KH == 1 && p->KW == 1) {
@@ -308,20 +317,17 @@ static void max_pool_backward(const slim_kernel_ctx *c)
         return;
     }
     const bool tiles = dy && p->DH == 1 && p->DW == 1 && p->SH == p->KH && p->SW == p->KW &&
-                       p->PT == 0 && p->PL == 0 && p->OH * p->SH == p->H && p->OW * p->SW == p->W;
+                       p->PT == 0 && p->PL == 0 && p->OH * p->SH == p->H && p->OW * p->SW == W;
+    const int64_t band = tiles ? p->KH * ((POOL_BAND + p->KH - 1) / p->KH) : POOL_BAND;
+    const int64_t nband = (p->H + band - 1) / band, row_step = p->DH * W * C;
     int64_t lo, hi;
-    slim_split(p->N * nblk, c->ith, c->nth, &lo, &hi);
+    slim_split(p->N * nband, c->ith, c->nth, &lo, &hi);
     for (int64_t u = lo; u < hi; u++) {
-        int64_t n = u / nblk, c0 = u % nblk * POOL_CBLK, cn = min64(POOL_CBLK, C - c0);
-        const float *xn = x + n * p->H * p->W * C + c0;
-        float *dxn = dx + n * p->H * p->W * C + c0;
-        if (tiles)
-            ; /* every dx element is written below */
-        else if (cn == C)
-            memset(dxn, 0, (size_t)(p->H * p->W * C) * sizeof(float));
-        else
-            for (int64_t i = 0; i < p->H * p->W; i++)
-                memset(dxn + i * C, 0, (size_t)cn * sizeof(float));
+        const int64_t n = u / nband, ih0 = u % nband * band, ih1 = min64(p->H, ih0 + band);
+        const float *xn = x + n * p->H * W * C;
+        float *dxn = dx + n * p->H * W * C;
+        if (!tiles) /* else every dx element of the band is written below */
+            memset(dxn + ih0 * W * C, 0, (size_t)((ih1 - ih0) * W * C) * sizeof(float));
         if (!dy)
             continue;
         for (int64_t oh = 0; oh < p->OH; oh++) {
@@ -332,50 +338,66 @@ static void max_pool_backward(const slim_kernel_ctx *c)
                 kh1--;
             if (kh1 == kh0)
                 continue;
-            int64_t ih0 = oh * p->SH - p->PT + kh0 * p->DH;
+            const int64_t ih_first = oh * p->SH - p->PT + kh0 * p->DH;
+            const int64_t ih_last = oh * p->SH - p->PT + (kh1 - 1) * p->DH;
+            if (ih_last < ih0 || ih_first >= ih1)
+                continue; /* no row of the band */
+            const bool inside = ih_first >= ih0 && ih_last < ih1;
             for (int64_t ow = 0; ow < p->OW; ow++) {
                 int64_t kw0 = 0, kw1 = p->KW;
                 while (kw0 < kw1 && ow * p->SW - p->PL + kw0 * p->DW < 0)
                     kw0++;
-                while (kw1 > kw0 && ow * p->SW - p->PL + (kw1 - 1) * p->DW >= p->W)
+                while (kw1 > kw0 && ow * p->SW - p->PL + (kw1 - 1) * p->DW >= W)
                     kw1--;
                 if (kw1 == kw0)
                     continue;
                 /* window base: its first tap inside the image; offsets from there */
-                int64_t base = (ih0 * p->W + ow * p->SW - p->PL + kw0 * p->DW) * C;
-                const float *xw = xn + base;
-                float best[POOL_CBLK];
-                int32_t arg[POOL_CBLK];
-                for (int64_t k = 0; k < cn; k++) {
-                    best[k] = xw[k];
-                    arg[k] = 0;
-                }
-                for (int64_t kh = kh0; kh < kh1; kh++)
-                    for (int64_t kw = kw0; kw < kw1; kw++) {
-                        int32_t off =
-                            (int32_t)(((kh - kh0) * p->DH * p->W + (kw - kw0) * p->DW) * C);
-                        if (off == 0)
-                            continue;
-                        const float *xp = xw + off;
+                const int64_t base = (ih_first * W + ow * p->SW - p->PL + kw0 * p->DW) * C;
+                const float *dyw = dy + ((n * p->OH + oh) * p->OW + ow) * C;
+                for (int64_t c0 = 0; c0 < C; c0 += POOL_CBLK) {
+                    const int64_t cn = min64(POOL_CBLK, C - c0);
+                    const float *xw = xn + base + c0;
+                    float best[POOL_CBLK];
+                    int32_t arg[POOL_CBLK];
+                    for (int64_t k = 0; k < cn; k++) {
+                        best[k] = xw[k];
+                        arg[k] = 0;
+                    }
+                    for (int64_t kh = kh0; kh < kh1; kh++)
+                        for (int64_t kw = kw0; kw < kw1; kw++) {
+                            int32_t off = (int32_t)(((kh - kh0) * p->DH * W +
+                                                     (kw - kw0) * p->DW) * C);
+                            if (off == 0)
+                                continue;
+                            const float *xp = xw + off;
+                            for (int64_t k = 0; k < cn; k++) {
+                                bool m = xp[k] > best[k]; /* strict: the first maximum wins */
+                                best[k] = m ? xp[k] : best[k];
+                                arg[k] = m ? off : arg[k];
+                            }
+                        }
+                    const float *dyp = dyw + c0;
+                    float *dxw = dxn + base + c0;
+                    if (tiles) {
+                        for (int64_t kh = 0; kh < p->KH; kh++)
+                            for (int64_t kw = 0; kw < p->KW; kw++) {
+                                int32_t off = (int32_t)((kh * W + kw) * C);
+                                for (int64_t k = 0; k < cn; k++)
+                                    dxw[off + k] = arg[k] == off ? dyp[k] : 0.0f;
+                            }
+                    } else if (inside) {
+                        for (int64_t k = 0; k < cn; k++)
+                            dxw[arg[k] + k] += dyp[k];
+                    } else {
+                        /* a tap's row: its offset's whole rows of DH*W*C (its column
+                         * part is under W*C) */
                         for (int64_t k = 0; k < cn; k++) {
-                            bool m = xp[k] > best[k]; /* strict: the first maximum wins */
-                            best[k] = m ? xp[k] : best[k];
-                            arg[k] = m ? off : arg[k];
+                            int64_t ih = ih_first + arg[k] / row_step * p->DH;
+                            if (ih >= ih0 && ih < ih1)
+                                dxw[arg[k] + k] += dyp[k];
                         }
                     }
-                const float *dyp = dy + ((n * p->OH + oh) * p->OW + ow) * C + c0;
-                float *dxw = dxn + base;
-                if (tiles) {
-                    for (int64_t kh = 0; kh < p->KH; kh++)
-                        for (int64_t kw = 0; kw < p->KW; kw++) {
-                            int32_t off = (int32_t)((kh * p->W + kw) * C);
-                            for (int64_t k = 0; k < cn; k++)
-                                dxw[off + k] = arg[k] == off ? dyp[k] : 0.0f;
-                        }
-                    continue;
                 }
-                for (int64_t k = 0; k < cn; k++)
-                    dxw[arg[k] + k] += dyp[k];
             }
         }
     }

@@ -147,6 +147,28 @@ static const harness_case cases[] = {
      .attrs = "ksize=[2, 3]; strides=[1, 2]",
      .n_in = 1,
      .in = {X4(3, 4, 7, 33)}},
+    /* taller than a backward band (POOL_BAND rows of dx): windows that
+     * straddle two bands, and more channels than one argmax block */
+    {.name = "bands_k3s2_same_c40",
+     .op = "max_pool",
+     .attrs = "ksize=[3, 3]; strides=[2, 2]; padding=SAME",
+     .n_in = 1,
+     .in = {X4(2, 19, 6, 40)}},
+    {.name = "bands_dilated_explicit",
+     .op = "max_pool",
+     .attrs = "ksize=[3, 2]; dilations=[3, 1]; strides=[1, 2]; padding=EXPLICIT; pads=[2, 1, 0, 1]",
+     .n_in = 1,
+     .in = {X4(1, 21, 5, 3)}},
+    {.name = "bands_tiles_k3s3",
+     .op = "max_pool",
+     .attrs = "ksize=[3, 3]; strides=[3, 3]",
+     .n_in = 1,
+     .in = {X4(1, 21, 6, 5)}},
+    {.name = "bands_ceil_k4s3",
+     .op = "max_pool",
+     .attrs = "ksize=[4, 2]; strides=[3, 1]; ceil_mode=true",
+     .n_in = 1,
+     .in = {X4(2, 17, 4, 3)}},
 
     /* ---- avg_pool: known values ---- */
     {.name = "known_same",
