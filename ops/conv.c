@@ -41,10 +41,9 @@ extern const slim_op_desc slim__op_conv2d;
 
 /* ---- infer --------------------------------------------------------------- */
 
-/* Output size and leading padding of one spatial axis. */
-static slim_status conv_axis(slim_infer_ctx *c, const char *axis, const char *padding, int64_t in,
-                             int64_t k, int64_t s, int64_t d, int64_t pad_lo, int64_t pad_hi,
-                             int64_t *out, int64_t *lo)
+slim_status slim__conv_axis(slim_infer_ctx *c, const char *axis, const char *padding, int64_t in,
+                           int64_t k, int64_t s, int64_t d, int64_t pad_lo, int64_t pad_hi,
+                           int64_t *out, int64_t *lo)
 {
     int64_t eff = (k - 1) * d + 1;
     if (strcmp(padding, "SAME") == 0) {
@@ -178,11 +177,11 @@ static slim_status conv_infer(slim_infer_ctx *c)
     p->f.SW = strides[1];
     p->f.DH = dil[0];
     p->f.DW = dil[1];
-    slim_status st = conv_axis(c, "height", padding, p->f.H, p->f.KH, p->f.SH, p->f.DH, pads[0],
+    slim_status st = slim__conv_axis(c, "height", padding, p->f.H, p->f.KH, p->f.SH, p->f.DH, pads[0],
                                pads[1], &p->f.OH, &p->f.PT);
     if (st)
         return st;
-    st = conv_axis(c, "width", padding, p->f.W, p->f.KW, p->f.SW, p->f.DW, pads[2], pads[3],
+    st = slim__conv_axis(c, "width", padding, p->f.W, p->f.KW, p->f.SW, p->f.DW, pads[2], pads[3],
                    &p->f.OW, &p->f.PL);
     if (st)
         return st;
@@ -295,21 +294,26 @@ void slim__conv_post_rows(const conv_post *post, float *y, int64_t ld, int64_t r
     }
 }
 
-/* scale = gamma / sqrt(moving_var + eps), shift = beta + (b - moving_mean) scale,
- * this thread's share of the channels; then the threads meet. */
-static void fold_bn(const slim_kernel_ctx *c, float *scale, float *shift)
+void slim__bn_fold(const slim_tensor *bn, const float *b, float eps, int64_t lo, int64_t hi,
+                   float *scale, float *shift)
 {
-    const conv_params *p = c->params;
-    const float *b = p->has_bias ? c->in[2].data : NULL, *gamma = c->in[p->bn_in].data,
-                *beta = c->in[p->bn_in + 1].data, *mean = c->in[p->bn_in + 2].data,
-                *var = c->in[p->bn_in + 3].data;
-    int64_t lo, hi;
-    slim_split(p->f.O, c->ith, c->nth, &lo, &hi);
+    const float *gamma = bn[0].data, *beta = bn[1].data, *mean = bn[2].data, *var = bn[3].data;
     for (int64_t o = lo; o < hi; o++) {
-        float s = gamma[o] / sqrtf(var[o] + p->bn_eps);
+        float s = gamma[o] / sqrtf(var[o] + eps);
         scale[o] = s;
         shift[o] = beta[o] + ((b ? b[o] : 0.0f) - mean[o]) * s;
     }
+}
+
+/* The folded batch norm's scale and shift, this thread's share of the
+ * channels; then the threads meet. */
+static void fold_bn(const slim_kernel_ctx *c, float *scale, float *shift)
+{
+    const conv_params *p = c->params;
+    int64_t lo, hi;
+    slim_split(p->f.O, c->ith, c->nth, &lo, &hi);
+    slim__bn_fold(&c->in[p->bn_in], p->has_bias ? c->in[2].data : NULL, p->bn_eps, lo, hi, scale,
+                  shift);
     c->sync(c);
 }
 /* ---- reference kernels ---------------------------------------------------- */

@@ -208,6 +208,18 @@ void slim__pw_dw(const conv_geom *f, const float *x, const float *dy, float *dw,
 
 /* ---- ops/conv.c ------------------------------------------------------------- */
 
+/* Output size and leading padding of one spatial axis (padding SAME, VALID
+ * or EXPLICIT with pad_lo/pad_hi; d the dilation); fails through c when
+ * the padded input is smaller than the kernel. */
+slim_status slim__conv_axis(slim_infer_ctx *c, const char *axis, const char *padding, int64_t in,
+                           int64_t k, int64_t s, int64_t d, int64_t pad_lo, int64_t pad_hi,
+                           int64_t *out, int64_t *lo);
+/* A batch norm folded into the product before it, channels [lo, hi):
+ * scale = gamma / sqrt(moving_var + eps), shift = beta + (b - moving_mean)
+ * scale (bn: gamma, beta, moving_mean, moving_var; b: the bias, or NULL). */
+void slim__bn_fold(const slim_tensor *bn, const float *b, float eps, int64_t lo, int64_t hi,
+                   float *scale, float *shift);
+
 /* The filter rows of output row oh of depthwise f inside the image: for
  * each, the x row it meets (x_n: image n's first row; NULL leaves xr[r]
  * NULL for the caller to fill) into xr and the filter row into wr; returns

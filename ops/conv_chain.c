@@ -50,24 +50,12 @@ typedef struct chain_params {
     int64_t band, cap; /* output rows per band; rows of a in the ring */
     /* workspace, floats: the folded scales and shifts, the packed w_a and w_b (shared),
      * then per worker its ring, its band of d and its tap lists */
-    size_t off_fold, off_pa, off_pb, off_own, ring, dbuf, per;
+    size_t off_pa, off_pb, off_own, ring, dbuf, per;
 } chain_params;
 
 static int64_t ceil_div(int64_t a, int64_t b)
 {
     return (a + b - 1) / b;
-}
-
-/* Output size and leading padding of one axis of the depthwise convolution. */
-static void chain_axis(bool same, int64_t in, int64_t k, int64_t s, int64_t *out, int64_t *lo)
-{
-    if (same) {
-        *out = ceil_div(in, s);
-        *lo = max64((*out - 1) * s + k - in, 0) / 2;
-    } else {
-        *out = in >= k ? (in - k) / s + 1 : 0;
-        *lo = 0;
-    }
 }
 
 /* A (rank, dims) check of input i; fails with what was expected. */
@@ -154,18 +142,14 @@ static slim_status chain_infer(slim_infer_ctx *c)
     const int64_t *strides;
     if (c->attr_ints(c, "strides", &strides) != 2)
         return c->fail(c, SLIM_EINVAL, "strides must have 2 values [SH, SW]");
-    const bool same = strcmp(c->attr_str(c, "padding"), "SAME") == 0;
+    const char *padding = c->attr_str(c, "padding");
     conv_geom *d = &p->d;
     *d = (conv_geom){.N = N, .H = H, .W = W, .C = C1, .KH = KH, .KW = KW, .O = C1,
                      .SH = strides[0], .SW = strides[1], .DH = 1, .DW = 1, .G = C1,
                      .Cg = 1, .Og = 1, .K = KH * KW};
-    chain_axis(same, H, KH, d->SH, &d->OH, &d->PT);
-    chain_axis(same, W, KW, d->SW, &d->OW, &d->PL);
-    if (d->OH < 1 || d->OW < 1)
-        return c->fail(c, SLIM_ESHAPE,
-                       "the input %lldx%lld is smaller than the depthwise kernel %lldx%lld with "
-                       "padding=VALID",
-                       (long long)H, (long long)W, (long long)KH, (long long)KW);
+    if ((st = slim__conv_axis(c, "height", padding, H, KH, d->SH, 1, 0, 0, &d->OH, &d->PT)) ||
+        (st = slim__conv_axis(c, "width", padding, W, KW, d->SW, 1, 0, 0, &d->OW, &d->PL)))
+        return st;
     const slim_shape ys = {4, {N, d->OH, d->OW, p->C2}};
     if (p->residual && (st = want(c, p->in_res, 4, ys.dim, "the residual")))
         return st;
@@ -180,7 +164,6 @@ static slim_status chain_infer(slim_infer_ctx *c)
             break;
         p->band--;
     }
-    p->off_fold = 0;
     p->off_pa = 4 * round16((size_t)C1) + 2 * round16((size_t)p->C2);
     p->off_pb = p->off_pa + (p->expand ? slim__pw_packed_floats(p->C0, C1) : 0);
     p->off_own = p->off_pb + slim__pw_packed_floats(C1, p->C2);
@@ -196,19 +179,6 @@ static slim_status chain_infer(slim_infer_ctx *c)
     return SLIM_OK;
 }
 
-/* scale = gamma / sqrt(moving_var + eps), shift = beta - moving_mean scale over
- * [lo, hi) channels; bn: gamma, beta, moving_mean, moving_var. */
-static void fold(const slim_tensor *bn, float eps, int64_t lo, int64_t hi, float *scale,
-                 float *shift)
-{
-    const float *gamma = bn[0].data, *beta = bn[1].data, *mean = bn[2].data, *var = bn[3].data;
-    for (int64_t o = lo; o < hi; o++) {
-        float s = gamma[o] / sqrtf(var[o] + eps);
-        scale[o] = s;
-        shift[o] = beta[o] - mean[o] * s;
-    }
-}
-
 static void chain_forward(const slim_kernel_ctx *c)
 {
     const chain_params *p = c->params;
@@ -222,10 +192,10 @@ static void chain_forward(const slim_kernel_ctx *c)
     int64_t lo, hi;
     slim_split(C1, c->ith, c->nth, &lo, &hi);
     if (p->expand)
-        fold(&c->in[p->in_a + 1], p->eps_a, lo, hi, scale_a, shift_a);
-    fold(&c->in[p->in_d + 1], p->eps_d, lo, hi, scale_d, shift_d);
+        slim__bn_fold(&c->in[p->in_a + 1], NULL, p->eps_a, lo, hi, scale_a, shift_a);
+    slim__bn_fold(&c->in[p->in_d + 1], NULL, p->eps_d, lo, hi, scale_d, shift_d);
     slim_split(C2, c->ith, c->nth, &lo, &hi);
-    fold(&c->in[p->in_b + 1], p->eps_b, lo, hi, scale_b, shift_b);
+    slim__bn_fold(&c->in[p->in_b + 1], NULL, p->eps_b, lo, hi, scale_b, shift_b);
     if (p->expand)
         slim__pw_pack(c, c->in[p->in_a].data, p->C0, C1, pa);
     slim__pw_pack(c, c->in[p->in_b].data, C1, C2, pb); /* the threads meet: folds done too */
