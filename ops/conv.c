@@ -443,6 +443,44 @@ void slim__conv_zero_split(const slim_kernel_ctx *c, float *d, int64_t n)
 
 /* ---- depthwise: direct loops, C innermost ------------------------------- */
 
+/* A byte range prefetched into L2 a few lines at a time. */
+typedef struct dw_pf {
+    const char *at, *end;
+    int64_t per; /* lines per step */
+} dw_pf;
+
+static inline void dw_pf_step(dw_pf *pf)
+{
+    for (int64_t i = 0; pf && i < pf->per && pf->at < pf->end; i++, pf->at += 64)
+        __builtin_prefetch(pf->at, 0, 2);
+}
+
+/* The input rows that output row `row` + 1 reads and `row` does not (x rows
+ * of image n are contiguous, so one range), for dw_interior to prefetch: x
+ * is read where it lies, a few rows at a time, and the layers that stride
+ * 2 over wide maps waited on memory at every new row (the hardware
+ * prefetchers fall behind: 16 + 13 vectors of 9 taps per 4 pixels). */
+static dw_pf dw_next_rows(const conv_geom *f, const float *x, int64_t row, int64_t rows)
+{
+    dw_pf pf = {NULL, NULL, 0};
+    if (row + 1 >= rows)
+        return pf;
+    const int64_t n = (row + 1) / f->OH, oh = (row + 1) % f->OH;
+    int64_t first = oh * f->SH - f->PT, last = first + (f->KH - 1) * f->DH;
+    if (oh > 0) /* rows up to the current row's last are in cache already */
+        first = max64(first, (oh - 1) * f->SH - f->PT + (f->KH - 1) * f->DH + 1);
+    first = max64(first, 0);
+    last = min64(last, f->H - 1);
+    if (last < first)
+        return pf;
+    const int64_t row_bytes = f->W * f->C * (int64_t)sizeof(float);
+    pf.at = (const char *)(x + (n * f->H + first) * f->W * f->C);
+    pf.end = pf.at + (last - first + 1) * row_bytes;
+    const int64_t lines = (pf.end - pf.at + 63) / 64, steps = max64(1, f->OW / 4);
+    pf.per = (lines + steps - 1) / steps;
+    return pf;
+}
+
 #ifdef VW
 /* The finishing of one vector of output channels at c0 (m: the lanes in C). */
 static inline vfloat dw_finish(vfloat acc, const conv_post *post, const float *yp, int64_t c0,
@@ -575,18 +613,6 @@ dw_pixels(int np, const conv_geom *f, const float *const *xr, const float *const
     }
 }
 
-/* A byte range prefetched into L2 a few lines at a time. */
-typedef struct dw_pf {
-    const char *at, *end;
-    int64_t per; /* lines per step */
-} dw_pf;
-
-static inline void dw_pf_step(dw_pf *pf)
-{
-    for (int64_t i = 0; pf && i < pf->per && pf->at < pf->end; i++, pf->at += 64)
-        __builtin_prefetch(pf->at, 0, 2);
-}
-
 /* Output pixels [ow0, ow1) of a row whose KW taps all lie inside the image
  * row: four pixels at a time (eight chains with two vectors), then one; pf
  * steps once per four pixels. */
@@ -601,32 +627,6 @@ static void dw_interior(const conv_geom *f, const float *const *xr, const float 
     }
     for (; ow < ow1; ow++)
         dw_pixels(1, f, xr, wr, nr, ow, b, post, yrow);
-}
-
-/* The input rows that output row `row` + 1 reads and `row` does not (x rows
- * of image n are contiguous, so one range), for dw_interior to prefetch: x
- * is read where it lies, a few rows at a time, and the layers that stride
- * 2 over wide maps waited on memory at every new row (the hardware
- * prefetchers fall behind: 16 + 13 vectors of 9 taps per 4 pixels). */
-static dw_pf dw_next_rows(const conv_geom *f, const float *x, int64_t row, int64_t rows)
-{
-    dw_pf pf = {NULL, NULL, 0};
-    if (row + 1 >= rows)
-        return pf;
-    const int64_t n = (row + 1) / f->OH, oh = (row + 1) % f->OH;
-    int64_t first = oh * f->SH - f->PT, last = first + (f->KH - 1) * f->DH;
-    if (oh > 0) /* rows up to the current row's last are in cache already */
-        first = max64(first, (oh - 1) * f->SH - f->PT + (f->KH - 1) * f->DH + 1);
-    first = max64(first, 0);
-    last = min64(last, f->H - 1);
-    if (last < first)
-        return pf;
-    const int64_t row_bytes = f->W * f->C * (int64_t)sizeof(float);
-    pf.at = (const char *)(x + (n * f->H + first) * f->W * f->C);
-    pf.end = pf.at + (last - first + 1) * row_bytes;
-    const int64_t lines = (pf.end - pf.at + 63) / 64, steps = max64(1, f->OW / 4);
-    pf.per = (lines + steps - 1) / steps;
-    return pf;
 }
 
 #endif
