@@ -61,6 +61,7 @@ typedef struct conv_post {
     const float *res; /* NULL, or added after the shift: res[i] goes with out[i] */
     const float *out;
     int act;
+    bool stream; /* y's full aligned rows stored past the caches (ukr_nn_post); then sfence */
 } conv_post;
 
 /* Whether post changes y at all. */

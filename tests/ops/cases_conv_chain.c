@@ -1,8 +1,8 @@
 /* tests/ops/cases_conv_chain.c - conv2d_chain (inference): against its
  * reference (each output from scratch in double) on 1 and 3 threads, with and
  * without the expanding product, strides 1 and 2, SAME and VALID, odd sizes,
- * bands that wrap the ring of rows and run into the next image, and the
- * residual. */
+ * bands that wrap the ring of rows and run into the next image, the
+ * residual, and a y large enough to be streamed. */
 #include "harness.h"
 
 #define X4(a, b, c, d)                                                                             \
@@ -70,6 +70,14 @@ static const harness_case cases[] = {
      .attrs = "expand=true; expand_activation=relu6; depthwise_activation=relu6; residual=true",
      .n_in = 17,
      .in = {PW_DW_PW(2, 10, 9, 24, 144, 3, 24), X4(2, 10, 9, 24)},
+     .no_grad = true},
+    /* y of 17.9 MB: stored past the caches (from 16 MB); 140 channels, so
+     * rows alternate 32-byte alignment and the last panel is 12 wide */
+    {.name = "dw_pw_streamed",
+     .op = "conv2d_chain",
+     .attrs = "depthwise_activation=relu6; activation=relu6",
+     .n_in = 11,
+     .in = {DW_PW(2, 128, 128, 8, 3, 140)},
      .no_grad = true},
     {.name = "dw_pw_residual_relu",
      .op = "conv2d_chain",
