@@ -713,13 +713,7 @@ static void ukr_nn_post(int64_t d, const float *const *a, const float *b, float 
                         int mr, int nr, const float *bias, bool acc, const conv_post *post,
                         int64_t col)
 {
-    const float *a0 = a[0], *a1 = a[1], *a2 = a[2], *a3 = a[3], *a4 = a[4], *a5 = a[5];
-    UKR_ZERO;
-#pragma GCC unroll 4
-    for (int64_t l = 0; l < d; l++, b += NR) {
-        vfloat b0 = vload(b), b1 = vload(b + VW);
-        UKR_NN_ROWS(l);
-    }
+    UKR_NN_SUM(a, b, d);
     UKR_BIAS(bias);
     fin_cols f = {.scale = post->scale != NULL,
                   .res = post->res ? post->res + (c - post->out) : NULL,

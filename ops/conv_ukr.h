@@ -173,6 +173,18 @@ static inline void put_row(float *c, vfloat v0, vfloat v1, int nr, vmask m0, vma
         z1 = vload_m(bias + VW, m1);                                                               \
     }
 
+/* ukr_nn's block sum: the 12 accumulators (and t) of A's six rows a[0..5]
+ * over depth d times the packed panel b (advanced past it). */
+#define UKR_NN_SUM(a, b, d)                                                                        \
+    const float *a0 = (a)[0], *a1 = (a)[1], *a2 = (a)[2], *a3 = (a)[3], *a4 = (a)[4],             \
+                *a5 = (a)[5];                                                                      \
+    UKR_ZERO;                                                                                      \
+    _Pragma("GCC unroll 4") for (int64_t l = 0; l < (d); l++, (b) += NR)                           \
+    {                                                                                              \
+        vfloat b0 = vload(b), b1 = vload((b) + VW);                                                \
+        UKR_NN_ROWS(l);                                                                            \
+    }
+
 /* C (mr x nr, ld ldc) = A B (+ bias) (+ C when acc): row i of A is a[i][0..d)
  * (all MR pointers valid), B a packed panel (d x NR, zero beyond nr), bias
  * NULL or nr values. */
@@ -180,13 +192,7 @@ __attribute__((unused)) static void ukr_nn(int64_t d, const float *const *a, con
                                            float *c, int64_t ldc, int mr, int nr, const float *bias,
                                            bool acc)
 {
-    const float *a0 = a[0], *a1 = a[1], *a2 = a[2], *a3 = a[3], *a4 = a[4], *a5 = a[5];
-    UKR_ZERO;
-#pragma GCC unroll 4
-    for (int64_t l = 0; l < d; l++, b += NR) {
-        vfloat b0 = vload(b), b1 = vload(b + VW);
-        UKR_NN_ROWS(l);
-    }
+    UKR_NN_SUM(a, b, d);
     UKR_BIAS(bias);
     UKR_PUT(z0, z1, acc);
 }
