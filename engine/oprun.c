@@ -225,7 +225,7 @@ slim_status slim__oprun_new(const slim_registry *reg, const char *op, const slim
     *out = NULL;
     const slim_op_desc *d = slim_registry_find(reg, op);
     if (!d)
-        return slim__error(err, SLIM_ENOTFOUND, "unknown op '%s'", op);
+        return slim__error(err, SLIM_ENOTFOUND, "unknown op '%s'", op ? op : "(none)");
     if (n_in > SLIM_MAX_INPUTS)
         return slim__error(err, SLIM_EINVAL, "too many inputs");
     slim__oprun *r = calloc(1, sizeof *r);

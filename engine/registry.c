@@ -40,7 +40,7 @@ bool slim__force_ref(void)
 
 const slim_op_desc *slim_registry_find(const slim_registry *reg, const char *name)
 {
-    for (int i = 0; reg && i < reg->n; i++)
+    for (int i = 0; reg && name && i < reg->n; i++)
         if (strcmp(reg->ops[i]->name, name) == 0)
             return reg->ops[i];
     return NULL;

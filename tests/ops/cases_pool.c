@@ -154,6 +154,19 @@ static const harness_case cases[] = {
      .attrs = "ksize=[3, 3]; strides=[2, 2]; padding=SAME",
      .n_in = 1,
      .in = {X4(2, 19, 6, 40)}},
+    /* ResNet's pool1 shape in small: 64 channels, two blocks of POOL_CBLK
+     * through the vector argmax, windows across bands and the image's edge */
+    {.name = "bands_k3s2_same_c64",
+     .op = "max_pool",
+     .attrs = "ksize=[3, 3]; strides=[2, 2]; padding=SAME",
+     .n_in = 1,
+     .in = {X4(2, 19, 9, 64)}},
+    /* 90 taps per window, more than POOL_MAX_TAPS: taps by the loop */
+    {.name = "k9x10_c35_unlisted",
+     .op = "max_pool",
+     .attrs = "ksize=[9, 10]; strides=[2, 3]",
+     .n_in = 1,
+     .in = {X4(1, 13, 14, 35)}},
     {.name = "bands_dilated_explicit",
      .op = "max_pool",
      .attrs = "ksize=[3, 2]; dilations=[3, 1]; strides=[1, 2]; padding=EXPLICIT; pads=[2, 1, 0, 1]",
