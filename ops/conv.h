@@ -51,7 +51,25 @@ typedef struct conv_params {
     float bn_eps;
     int act;            /* ACT_NONE, ACT_RELU, ACT_RELU6 (ops/act.h) */
     slim__fc_params fc; /* CONV_FC */
+    /* The next task (tile or Winograd block) of the forward product, or of
+     * backward's gathered dx, that a thread takes (conv_claim): thread 0
+     * zeroes it before the barrier that ends the filter's packing. */
+    int64_t next_task;
 } conv_params;
+
+/* Tasks [0, n) of a product, taken one at a time by whichever thread is
+ * free (the calls return n once all are taken). Every task writes its own
+ * rows of the output, so the result does not depend on who takes what. */
+static inline int64_t conv_claim(const conv_params *p, int64_t n)
+{
+    int64_t t = __atomic_fetch_add(&((conv_params *)p)->next_task, 1, __ATOMIC_RELAXED);
+    return t < n ? t : n;
+}
+
+static inline void conv_claim_reset(const conv_params *p)
+{
+    __atomic_store_n(&((conv_params *)p)->next_task, 0, __ATOMIC_RELAXED);
+}
 
 /* What the forward does to a finished block of y, per output channel:
  * y = act(y * scale + shift + res). scale and shift are NULL unless a batch norm

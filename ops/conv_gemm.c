@@ -831,27 +831,31 @@ void slim__conv_gemm_forward(const slim_kernel_ctx *c, const conv_post *post)
         return;
     }
     float *packed = c->ws;
+    if (c->ith == 0)
+        conv_claim_reset(p); /* before the packing's barrier */
+    float *mine = packed + slim__conv_shared_floats(p, false) +
+                  (size_t)c->ith * slim__conv_ws_floats(p, nw, false);
     if (f->TB) {
         slim__wino_pack(c, f, c->in[1].data, false, packed);
         if (c->ith >= nw)
             return;
-        int64_t lo, hi;
-        slim_split(slim__wino_blocks(f), c->ith, nw, &lo, &hi);
-        slim__wino_run(f, c->in[0].data, packed, slim__conv_bias(c), post, c->out[0].data,
-                       packed + slim__conv_shared_floats(p, false) +
-                           (size_t)c->ith * slim__conv_ws_floats(p, nw, false),
-                       lo, hi);
+        const int64_t nb = slim__wino_blocks(f);
+        for (int64_t b = conv_claim(p, nb); b < nb; b = conv_claim(p, nb))
+            slim__wino_run(f, c->in[0].data, packed, slim__conv_bias(c), post, c->out[0].data,
+                           mine, b, b + 1);
         return;
     }
     pack_filter(c, PACK_W, packed);
     if (c->ith >= nw)
         return;
-    float *col = packed + slim__conv_shared_floats(p, false) +
-                 (size_t)c->ith * slim__conv_ws_floats(p, nw, false);
-    int64_t ntiles = (M + f->T - 1) / f->T, lo, hi;
-    /* tile-major, so a thread's tiles are contiguous */
-    slim_split(ntiles * f->G, c->ith, nw, &lo, &hi);
-    conv_rows(f, c->in[0].data, packed, slim__conv_bias(c), post, c->out[0].data, col, lo, hi);
+    /* tiles taken as threads come free: with fixed halves, one thread
+     * waited for the other 4% of ResNet-50's 2-thread training step, most
+     * of it in the forward products (their two halves run at different
+     * speeds on this machine, which side varying from call to call) */
+    const int64_t ntasks = (M + f->T - 1) / f->T * f->G;
+    for (int64_t t = conv_claim(p, ntasks); t < ntasks; t = conv_claim(p, ntasks))
+        conv_rows(f, c->in[0].data, packed, slim__conv_bias(c), post, c->out[0].data, mine, t,
+                  t + 1);
 }
 
 void slim__pw_gemm(int64_t M, int64_t K, int64_t O, const float *in, const float *packed,
@@ -1126,6 +1130,8 @@ void slim__conv_gemm_backward(const slim_kernel_ctx *c)
         return;
     }
     float *packed = c->ws;
+    if (c->ith == 0)
+        conv_claim_reset(p); /* before the packing's barrier */
     if (dx && p->t.TB)
         slim__wino_pack(c, &p->t, c->in[1].data, true, packed);
     else if (dx)
@@ -1161,13 +1167,13 @@ void slim__conv_gemm_backward(const slim_kernel_ctx *c)
     if (dx && p->dx_gather && worker) {
         /* dx = conv(dy, flip(w)^T): each worker writes its own dx rows */
         const conv_geom *t = &p->t;
-        if (t->TB) {
-            slim_split(slim__wino_blocks(t), c->ith, nw, &lo, &hi);
-            slim__wino_run(t, j.dy, packed, NULL, NULL, dx, j.col, lo, hi);
-        } else {
-            int64_t ntiles = (f->N * f->H * f->W + t->T - 1) / t->T;
-            slim_split(ntiles * t->G, c->ith, nw, &lo, &hi);
-            conv_rows(t, j.dy, packed, NULL, NULL, dx, j.col, lo, hi);
+        const int64_t n = t->TB ? slim__wino_blocks(t)
+                                : (f->N * f->H * f->W + t->T - 1) / t->T * t->G;
+        for (int64_t k = conv_claim(p, n); k < n; k = conv_claim(p, n)) {
+            if (t->TB)
+                slim__wino_run(t, j.dy, packed, NULL, NULL, dx, j.col, k, k + 1);
+            else
+                conv_rows(t, j.dy, packed, NULL, NULL, dx, j.col, k, k + 1);
         }
     }
     if (!dx || p->dx_gather) {
