@@ -59,6 +59,7 @@ typedef struct chain_params {
     /* workspace, floats: the folded scales and shifts, the packed w_a and w_b (shared),
      * then per worker its ring, its band of d and its tap lists */
     size_t off_pa, off_pb, off_own, ring, dbuf, per;
+    int64_t next_task; /* the next unit a thread takes; thread 0 zeroes it before the packing */
 } chain_params;
 
 static int64_t ceil_div(int64_t a, int64_t b)
@@ -199,6 +200,9 @@ static void chain_forward(const slim_kernel_ctx *c)
     float *scale_b = shift_d + round16((size_t)C1), *shift_b = scale_b + round16((size_t)C2);
     float *pa = ws + p->off_pa, *pb = ws + p->off_pb;
     int64_t lo, hi;
+    chain_params *pm = (chain_params *)c->params;
+    if (c->ith == 0) /* before the packing's barrier */
+        __atomic_store_n(&pm->next_task, 0, __ATOMIC_RELAXED);
     slim_split(C1, c->ith, c->nth, &lo, &hi);
     if (p->expand)
         slim__bn_fold(&c->in[p->in_a + 1], NULL, p->eps_a, lo, hi, scale_a, shift_a);
@@ -224,33 +228,40 @@ static void chain_forward(const slim_kernel_ctx *c)
     const float **xr = (const float **)lists + 2 * d->KH * d->KW, **wr = xr + d->KH;
     const int64_t bands = ceil_div(d->OH, p->band);
     int64_t ring_n = -1, ring_hi = -1; /* the image whose rows of a the ring holds, its last */
-    slim_split(d->N * bands, c->ith, c->nth, &lo, &hi);
-    for (int64_t u = lo; u < hi; u++) {
-        const int64_t n = u / bands, oh0 = u % bands * p->band, oh1 = min64(d->OH, oh0 + p->band);
-        const float *x_n = x + n * H * W * p->C0;
-        if (p->expand) {
-            /* the rows of a this band reads that the ring lacks */
-            int64_t r = max64(0, oh0 * d->SH - d->PT);
-            const int64_t last = min64(H - 1, (oh1 - 1) * d->SH - d->PT + d->KH - 1);
-            if (ring_n == n && ring_hi >= r)
-                r = ring_hi + 1;
-            while (r <= last) {
-                const int64_t slot = r % p->cap, rows = min64(last - r + 1, p->cap - slot);
-                slim__pw_gemm(rows * W, p->C0, C1, x_n + r * W * p->C0, pa, &post_a,
-                              ring + slot * W * C1);
-                r += rows;
+    /* Units taken as threads come free (fixed halves left one thread
+     * waiting on the other): a band at a time, or with expand a whole
+     * image, whose bands share rows of a in the ring. */
+    const int64_t per = p->expand ? bands : 1, units = d->N * bands;
+    while ((lo = __atomic_fetch_add(&pm->next_task, per, __ATOMIC_RELAXED)) < units) {
+        hi = min64(lo + per, units);
+        for (int64_t u = lo; u < hi; u++) {
+            const int64_t n = u / bands, oh0 = u % bands * p->band;
+            const int64_t oh1 = min64(d->OH, oh0 + p->band);
+            const float *x_n = x + n * H * W * p->C0;
+            if (p->expand) {
+                /* the rows of a this band reads that the ring lacks */
+                int64_t r = max64(0, oh0 * d->SH - d->PT);
+                const int64_t last = min64(H - 1, (oh1 - 1) * d->SH - d->PT + d->KH - 1);
+                if (ring_n == n && ring_hi >= r)
+                    r = ring_hi + 1;
+                while (r <= last) {
+                    const int64_t slot = r % p->cap, rows = min64(last - r + 1, p->cap - slot);
+                    slim__pw_gemm(rows * W, p->C0, C1, x_n + r * W * p->C0, pa, &post_a,
+                                  ring + slot * W * C1);
+                    r += rows;
+                }
+                ring_n = n;
+                ring_hi = last;
             }
-            ring_n = n;
-            ring_hi = last;
+            for (int64_t oh = oh0; oh < oh1; oh++) {
+                int nr = slim__dw_rows(d, p->expand ? NULL : x_n, oh, wd, xr, wr);
+                for (int k = 0; p->expand && k < nr; k++) /* dilation 1: consecutive rows */
+                    xr[k] = ring + (max64(0, oh * d->SH - d->PT) + k) % p->cap * W * C1;
+                slim__dw_row(d, xr, wr, nr, NULL, &post_d, dbuf + (oh - oh0) * OW * C1, lists);
+            }
+            slim__pw_gemm((oh1 - oh0) * OW, C1, C2, dbuf, pb, &post_b,
+                          y + (n * d->OH + oh0) * OW * C2);
         }
-        for (int64_t oh = oh0; oh < oh1; oh++) {
-            int nr = slim__dw_rows(d, p->expand ? NULL : x_n, oh, wd, xr, wr);
-            for (int k = 0; p->expand && k < nr; k++) /* dilation 1: consecutive rows */
-                xr[k] = ring + (max64(0, oh * d->SH - d->PT) + k) % p->cap * W * C1;
-            slim__dw_row(d, xr, wr, nr, NULL, &post_d, dbuf + (oh - oh0) * OW * C1, lists);
-        }
-        slim__pw_gemm((oh1 - oh0) * OW, C1, C2, dbuf, pb, &post_b,
-                      y + (n * d->OH + oh0) * OW * C2);
     }
 #ifdef __SSE__
     if (p->stream)
