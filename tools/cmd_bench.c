@@ -813,6 +813,16 @@ static int run_bench(int argc, char **argv)
         peak = measure_peak(c.num_threads);
         ghz = clock_ghz();
         peak_src = "measured";
+        /* A vCPU taken away for the whole measurement reads as a fraction of
+         * the peak (once 16.4 FLOP per cycle per core of 32 on 2 threads,
+         * and the step "138% of peak"): measure again, up to three more
+         * times, while a core starts under 3/4 of what its vectors allow. */
+        for (int r = 0; r < 3 && ghz > 0 &&
+                        peak / c.num_threads / ghz < 0.75 * PEAK_FLOP_PER_CYCLE;
+             r++) {
+            double again = measure_peak(c.num_threads);
+            peak = again > peak ? again : peak;
+        }
     } else if (peak < 0) {
         peak = 0;
         peak_src = "none";
@@ -838,12 +848,15 @@ static int run_bench(int argc, char **argv)
                    info.image_size, info.channels, info.num_classes, c.num_threads,
                    c.num_threads > 1 ? "s" : "", (double)info.n_params * 1e-6,
                    2e-9 * (double)info.madds);
-            if (peak > 0 && ghz > 0)
+            if (peak > 0 && ghz > 0) {
                 printf("fp32 peak: %.1f GFLOP/s (%s, %d thread%s: %.1f FLOP per cycle per core at "
                        "%.2f GHz, of the %d its vectors allow)\n",
                        peak, peak_src, c.num_threads, c.num_threads > 1 ? "s" : "",
                        peak / c.num_threads / ghz, ghz, PEAK_FLOP_PER_CYCLE);
-            else if (peak > 0)
+                if (peak / c.num_threads / ghz < 0.75 * PEAK_FLOP_PER_CYCLE)
+                    printf("  (under 3/4 of it: other work held a core while measuring; the "
+                           "percentages below are too high, give --peak)\n");
+            } else if (peak > 0)
                 printf("fp32 peak: %.1f GFLOP/s (%s, %d thread%s)\n", peak, peak_src, c.num_threads,
                        c.num_threads > 1 ? "s" : "");
         }
