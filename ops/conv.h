@@ -52,23 +52,25 @@ typedef struct conv_params {
     int act;            /* ACT_NONE, ACT_RELU, ACT_RELU6 (ops/act.h) */
     slim__fc_params fc; /* CONV_FC */
     /* The next task (tile or Winograd block) of the forward product, or of
-     * backward's gathered dx, that a thread takes (conv_claim): thread 0
+     * backward's gathered dx, that a thread takes (task_take): thread 0
      * zeroes it before the barrier that ends the filter's packing. */
     int64_t next_task;
 } conv_params;
 
-/* Tasks [0, n) of a product, taken one at a time by whichever thread is
- * free (the calls return n once all are taken). Every task writes its own
- * rows of the output, so the result does not depend on who takes what. */
-static inline int64_t conv_claim(const conv_params *p, int64_t n)
+/* Tasks [0, n) taken `per` at a time by whichever thread is free, from a
+ * counter in the node's params that thread 0 zeroed (task_reset) before a
+ * barrier: returns the first of the ones taken, n once all are. The
+ * callers' tasks write their own rows of the output, so the result does
+ * not depend on who takes what. */
+static inline int64_t task_take(int64_t *next, int64_t per, int64_t n)
 {
-    int64_t t = __atomic_fetch_add(&((conv_params *)p)->next_task, 1, __ATOMIC_RELAXED);
+    int64_t t = __atomic_fetch_add(next, per, __ATOMIC_RELAXED);
     return t < n ? t : n;
 }
 
-static inline void conv_claim_reset(const conv_params *p)
+static inline void task_reset(int64_t *next)
 {
-    __atomic_store_n(&((conv_params *)p)->next_task, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(next, 0, __ATOMIC_RELAXED);
 }
 
 /* What the forward does to a finished block of y, per output channel:

@@ -202,7 +202,7 @@ static void chain_forward(const slim_kernel_ctx *c)
     int64_t lo, hi;
     chain_params *pm = (chain_params *)c->params;
     if (c->ith == 0) /* before the packing's barrier */
-        __atomic_store_n(&pm->next_task, 0, __ATOMIC_RELAXED);
+        task_reset(&pm->next_task);
     slim_split(C1, c->ith, c->nth, &lo, &hi);
     if (p->expand)
         slim__bn_fold(&c->in[p->in_a + 1], NULL, p->eps_a, lo, hi, scale_a, shift_a);
@@ -232,7 +232,7 @@ static void chain_forward(const slim_kernel_ctx *c)
      * waiting on the other): a band at a time, or with expand a whole
      * image, whose bands share rows of a in the ring. */
     const int64_t per = p->expand ? bands : 1, units = d->N * bands;
-    while ((lo = __atomic_fetch_add(&pm->next_task, per, __ATOMIC_RELAXED)) < units) {
+    while ((lo = task_take(&pm->next_task, per, units)) < units) {
         hi = min64(lo + per, units);
         for (int64_t u = lo; u < hi; u++) {
             const int64_t n = u / bands, oh0 = u % bands * p->band;

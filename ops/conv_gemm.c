@@ -831,8 +831,9 @@ void slim__conv_gemm_forward(const slim_kernel_ctx *c, const conv_post *post)
         return;
     }
     float *packed = c->ws;
+    int64_t *next = &((conv_params *)c->params)->next_task;
     if (c->ith == 0)
-        conv_claim_reset(p); /* before the packing's barrier */
+        task_reset(next); /* before the packing's barrier */
     float *mine = packed + slim__conv_shared_floats(p, false) +
                   (size_t)c->ith * slim__conv_ws_floats(p, nw, false);
     if (f->TB) {
@@ -840,7 +841,7 @@ void slim__conv_gemm_forward(const slim_kernel_ctx *c, const conv_post *post)
         if (c->ith >= nw)
             return;
         const int64_t nb = slim__wino_blocks(f);
-        for (int64_t b = conv_claim(p, nb); b < nb; b = conv_claim(p, nb))
+        for (int64_t b = task_take(next, 1, nb); b < nb; b = task_take(next, 1, nb))
             slim__wino_run(f, c->in[0].data, packed, slim__conv_bias(c), post, c->out[0].data,
                            mine, b, b + 1);
         return;
@@ -848,12 +849,12 @@ void slim__conv_gemm_forward(const slim_kernel_ctx *c, const conv_post *post)
     pack_filter(c, PACK_W, packed);
     if (c->ith >= nw)
         return;
-    /* tiles taken as threads come free: with fixed halves, one thread
-     * waited for the other 4% of ResNet-50's 2-thread training step, most
-     * of it in the forward products (their two halves run at different
-     * speeds on this machine, which side varying from call to call) */
+    /* tiles taken as threads come free: with fixed halves one thread
+     * waited for the other, most of all in ResNet-50's 2-thread forward
+     * products (the two halves ran at different speeds on this machine,
+     * which side varying from call to call) */
     const int64_t ntasks = (M + f->T - 1) / f->T * f->G;
-    for (int64_t t = conv_claim(p, ntasks); t < ntasks; t = conv_claim(p, ntasks))
+    for (int64_t t = task_take(next, 1, ntasks); t < ntasks; t = task_take(next, 1, ntasks))
         conv_rows(f, c->in[0].data, packed, slim__conv_bias(c), post, c->out[0].data, mine, t,
                   t + 1);
 }
@@ -1130,8 +1131,9 @@ void slim__conv_gemm_backward(const slim_kernel_ctx *c)
         return;
     }
     float *packed = c->ws;
+    int64_t *next = &((conv_params *)c->params)->next_task;
     if (c->ith == 0)
-        conv_claim_reset(p); /* before the packing's barrier */
+        task_reset(next); /* before the packing's barrier */
     if (dx && p->t.TB)
         slim__wino_pack(c, &p->t, c->in[1].data, true, packed);
     else if (dx)
@@ -1169,7 +1171,7 @@ void slim__conv_gemm_backward(const slim_kernel_ctx *c)
         const conv_geom *t = &p->t;
         const int64_t n = t->TB ? slim__wino_blocks(t)
                                 : (f->N * f->H * f->W + t->T - 1) / t->T * t->G;
-        for (int64_t k = conv_claim(p, n); k < n; k = conv_claim(p, n)) {
+        for (int64_t k = task_take(next, 1, n); k < n; k = task_take(next, 1, n)) {
             if (t->TB)
                 slim__wino_run(t, j.dy, packed, NULL, NULL, dx, j.col, k, k + 1);
             else

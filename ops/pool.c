@@ -40,9 +40,6 @@ typedef struct pool_params {
 
 /* Channels per max_pool backward argmax: enough to vectorize, few enough for registers. */
 #define POOL_CBLK 32
-/* Taps per window up to which max_pool backward lists their offsets once
- * per window and runs the argmax in vector registers (3x3: 9). */
-#define POOL_MAX_TAPS 64
 /* dx rows per max_pool backward unit: a band of ResNet-50's pool1 (112 x 64
  * channels) is 229 KB, in L2 from its zeroing to its last add. */
 #define POOL_BAND 8
@@ -304,27 +301,30 @@ static inline void argmax_tap(float *best, int32_t *arg, const float *xp, int32_
     }
 }
 
-/* argmax_tap over the taps offs[0..nt) for POOL_CBLK channels, eight at a
- * time in vector registers (GCC's generic vectors: any target). Written as
- * the loop above, GCC stores best and arg under a mask (vmaskmovps), which
- * Zen3 runs slowly: a quarter of ResNet-50's pool1 backward sat on it. */
+/* argmax_tap over a window's taps (nh rows rs floats apart, nw columns cs
+ * apart, the first at xw) for POOL_CBLK channels, eight at a time in vector
+ * registers (GCC's generic vectors: any target). Written as the loop above,
+ * GCC stores best and arg under a mask (vmaskmovps), which Zen3 runs
+ * slowly: a quarter of ResNet-50's pool1 backward sat on it. */
 typedef float pool_vf __attribute__((vector_size(32)));
 typedef int32_t pool_vi __attribute__((vector_size(32)));
 
-static void argmax_block(float *best, int32_t *arg, const float *xw, const int32_t *offs, int nt)
+static void argmax_block(float *best, int32_t *arg, const float *xw, int64_t nh, int64_t nw,
+                         int32_t rs, int32_t cs)
 {
     for (int j = 0; j < POOL_CBLK; j += 8) {
         pool_vf b;
         pool_vi a = {0};
         memcpy(&b, xw + j, sizeof b);
-        for (int t = 0; t < nt; t++) {
-            pool_vf v;
-            memcpy(&v, xw + offs[t] + j, sizeof v);
-            const pool_vi m = v > b, o = {offs[t], offs[t], offs[t], offs[t],
-                                          offs[t], offs[t], offs[t], offs[t]};
-            b = (pool_vf)(((pool_vi)v & m) | ((pool_vi)b & ~m));
-            a = (o & m) | (a & ~m);
-        }
+        for (int32_t r = 0; r < nh; r++)
+            for (int32_t q = r ? 0 : 1; q < nw; q++) {
+                const int32_t off = r * rs + q * cs;
+                pool_vf v;
+                memcpy(&v, xw + off + j, sizeof v);
+                const pool_vi m = v > b, o = {off, off, off, off, off, off, off, off};
+                b = (pool_vf)(((pool_vi)v & m) | ((pool_vi)b & ~m));
+                a = (o & m) | (a & ~m);
+            }
         memcpy(best + j, &b, sizeof b);
         memcpy(arg + j, &a, sizeof a);
     }
@@ -359,9 +359,8 @@ static void max_pool_backward(const slim_kernel_ctx *c)
     const bool tiles = dy && p->DH == 1 && p->DW == 1 && p->SH == p->KH && p->SW == p->KW &&
                        p->PT == 0 && p->PL == 0 && p->OH * p->SH == p->H && p->OW * p->SW == W;
     const int64_t band = tiles ? p->KH * ((POOL_BAND + p->KH - 1) / p->KH) : POOL_BAND;
-    const int64_t nband = (p->H + band - 1) / band, row_step = p->DH * W * C;
-    const bool listed = p->KH * p->KW <= POOL_MAX_TAPS;
-    int32_t offs[POOL_MAX_TAPS];
+    const int64_t nband = (p->H + band - 1) / band;
+    const int32_t rs = (int32_t)(p->DH * W * C), cs = (int32_t)(p->DW * C); /* tap strides */
     int64_t lo, hi;
     slim_split(p->N * nband, c->ith, c->nth, &lo, &hi);
     for (int64_t u = lo; u < hi; u++) {
@@ -396,34 +395,21 @@ static void max_pool_backward(const slim_kernel_ctx *c)
                 /* window base: its first tap inside the image; offsets from there */
                 const int64_t base = (ih_first * W + ow * p->SW - p->PL + kw0 * p->DW) * C;
                 const float *dyw = dy + ((n * p->OH + oh) * p->OW + ow) * C;
-                /* the window's taps after its first, as offsets from it
-                 * (listed when there are at most POOL_MAX_TAPS) */
-                int nt = 0;
-                if (listed)
-                    for (int64_t kh = kh0; kh < kh1; kh++)
-                        for (int64_t kw = kw0; kw < kw1; kw++)
-                            if (kh > kh0 || kw > kw0)
-                                offs[nt++] = (int32_t)(((kh - kh0) * p->DH * W +
-                                                        (kw - kw0) * p->DW) * C);
                 for (int64_t c0 = 0; c0 < C; c0 += POOL_CBLK) {
                     const int64_t cn = min64(POOL_CBLK, C - c0);
                     const float *xw = xn + base + c0;
                     float best[POOL_CBLK];
                     int32_t arg[POOL_CBLK];
-                    if (listed && cn == POOL_CBLK) {
-                        argmax_block(best, arg, xw, offs, nt);
+                    if (cn == POOL_CBLK) {
+                        argmax_block(best, arg, xw, kh1 - kh0, kw1 - kw0, rs, cs);
                     } else {
                         for (int64_t k = 0; k < cn; k++) {
                             best[k] = xw[k];
                             arg[k] = 0;
                         }
-                        for (int64_t kh = kh0; kh < kh1; kh++)
-                            for (int64_t kw = kw0; kw < kw1; kw++) {
-                                int32_t off = (int32_t)(((kh - kh0) * p->DH * W +
-                                                         (kw - kw0) * p->DW) * C);
-                                if (off != 0)
-                                    argmax_tap(best, arg, xw + off, off, cn);
-                            }
+                        for (int32_t r = 0; r < kh1 - kh0; r++)
+                            for (int32_t q = r ? 0 : 1; q < kw1 - kw0; q++)
+                                argmax_tap(best, arg, xw + r * rs + q * cs, r * rs + q * cs, cn);
                     }
                     const float *dyp = dyw + c0;
                     float *dxw = dxn + base + c0;
@@ -441,7 +427,7 @@ static void max_pool_backward(const slim_kernel_ctx *c)
                         /* a tap's row: its offset's whole rows of DH*W*C (its column
                          * part is under W*C) */
                         for (int64_t k = 0; k < cn; k++) {
-                            int64_t ih = ih_first + arg[k] / row_step * p->DH;
+                            int64_t ih = ih_first + arg[k] / rs * p->DH;
                             if (ih >= ih0 && ih < ih1)
                                 dxw[arg[k] + k] += dyp[k];
                         }
