@@ -207,13 +207,16 @@ void slim__wino_pack(const slim_kernel_ctx *c, const conv_geom *q, const float *
 void slim__wino_run(const conv_geom *q, const float *in, const float *U, const float *bias,
                     const conv_post *post, float *out, float *ws, int64_t b0, int64_t b1);
 /* The backward-filter: floats of its shared buffers (the summed products dU,
- * the transformed blocks), and all threads computing dw (3,3,C,O) of q from x
- * and dy (overwritten). dU is first written after the threads meet, so it
- * may lie over what they read before. Ends with a sync. */
+ * the transformed blocks) and of each thread's own, and all threads computing
+ * dw (3,3,C,O) of q from x and dy (overwritten). dU is first written after
+ * the threads meet, so it may lie over what they read before. ubuf: this
+ * thread's slim__wino_u_floats, for threads below nw (the workers whose
+ * slices fit the workspace). Ends with a sync. */
 size_t slim__wino_du_floats(const conv_geom *q);
 size_t slim__wino_vy_floats(const conv_geom *q);
+size_t slim__wino_u_floats(void);
 void slim__wino_dw(const slim_kernel_ctx *c, const conv_geom *q, const float *x, const float *dy,
-                   float *dw, float *dU, float *vy);
+                   float *dw, float *dU, float *vy, float *ubuf, int nw);
 
 /* ---- ops/conv_pw.c --------------------------------------------------------- */
 

@@ -152,6 +152,8 @@ static bwd_slice bwd_layout(const conv_params *p, int64_t nw)
         col = rows_tile_floats(t); /* dx and dW phases take turns */
     if (t->TB && slim__wino_ws_floats(t) > col)
         col = slim__wino_ws_floats(t);
+    if (p->wino_dw && slim__wino_u_floats() > col)
+        col = slim__wino_u_floats(); /* after dx: the Winograd dW's rows */
     bwd_slice s = {.col = 0, .dcol = col};
     s.dw = s.dcol + (scatter ? round16((size_t)(f->T * f->K)) : 0);
     const bool packed = slim__pw_dw_packed(f); /* dW by slim__pw_dw: no partial sums */
@@ -1236,7 +1238,8 @@ void slim__conv_gemm_backward(const slim_kernel_ctx *c)
         slim__pw_dw(f, c->in[0].data, c->dout[0].data, c->din[1].data, mine + sl.pack, c->ith, nw);
     if (wdw) {
         size_t vy = slim__conv_shared_floats(p, true) - slim__wino_vy_floats(f);
-        slim__wino_dw(c, f, c->in[0].data, c->dout[0].data, c->din[1].data, packed, packed + vy);
+        slim__wino_dw(c, f, c->in[0].data, c->dout[0].data, c->din[1].data, packed, packed + vy,
+                      worker ? j.col : NULL, nw);
     }
     if (nw == 1)
         return;

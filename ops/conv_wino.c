@@ -77,15 +77,46 @@ static int64_t pad_to(int64_t n, int64_t m)
     return (n + m - 1) / m * m;
 }
 
-/* Leading dimensions of V and M rows: whole transform chunks, whole panels. */
-static int64_t v_ld(const conv_geom *q)
+/* Columns of V and M rows: whole transform chunks, whole panels. */
+static int64_t v_cols(const conv_geom *q)
 {
     return pad_to(q->C, WCH);
 }
 
-static int64_t m_ld(const conv_geom *q)
+static int64_t m_cols(const conv_geom *q)
 {
     return pad_to(pad_to(q->O, NR), WCH);
+}
+
+/* A stride of n floats, one chunk longer when n is a multiple of 128 (512
+ * bytes): rows that far apart fall in 8 or fewer of L1's 64 sets, and the
+ * filter gradient's products read 64 rows of V and of Yh at once (ResNet-50's
+ * 512-channel rows: 2 sets). */
+static int64_t spread(int64_t n)
+{
+    return n % 128 == 0 ? n + WCH : n;
+}
+
+/* Leading dimensions of V and M rows, and the strides of their planes (one
+ * per point) in blocks of tb tiles. */
+static int64_t v_ld(const conv_geom *q)
+{
+    return spread(v_cols(q));
+}
+
+static int64_t m_ld(const conv_geom *q)
+{
+    return spread(m_cols(q));
+}
+
+static int64_t v_ps(const conv_geom *q, int64_t tb)
+{
+    return spread(tb * v_ld(q));
+}
+
+static int64_t m_ps(const conv_geom *q, int64_t tb)
+{
+    return spread(tb * m_ld(q));
 }
 
 /* Rows per micro-kernel call: outputs of at most one vector take the narrow
@@ -106,7 +137,7 @@ int64_t slim__wino_block(const conv_geom *q, int nth)
     /* one point's planes of V and M in about WINO_PLANE_FLOATS (the product
      * of that point streams them from L2 for each panel of U), at most
      * WINO_MAX_TB tiles: more tiles reuse each panel of U more */
-    int64_t tb = WINO_PLANE_FLOATS / (v_ld(q) + m_ld(q));
+    int64_t tb = WINO_PLANE_FLOATS / (v_cols(q) + m_cols(q));
     tb = max64(min64(tb, WINO_MAX_TB), 1);
     /* blocks in a multiple of the threads, of equal size: 256 tiles in
      * blocks of 96 would give one thread 192 and the other 64 */
@@ -127,7 +158,7 @@ size_t slim__wino_shared_floats(const conv_geom *q)
 
 size_t slim__wino_ws_floats(const conv_geom *q)
 {
-    return round16((size_t)(WT * q->TB * v_ld(q))) + round16((size_t)(WT * q->TB * m_ld(q)));
+    return round16((size_t)(WT * v_ps(q, q->TB))) + round16((size_t)(WT * m_ps(q, q->TB)));
 }
 
 /* ---- the filter: U = G g G^T, packed ---------------------------------------- */
@@ -359,7 +390,7 @@ static void tile_at(const conv_geom *q, int64_t tile, int64_t *n, int64_t *oh0, 
  * image read zeros; a chunk the channel count ends is copied, zero-padded. */
 static void input_block(const conv_geom *q, const float *in, int64_t t0, int64_t tn, float *V)
 {
-    const int64_t C = q->C, vs = q->TB * v_ld(q);
+    const int64_t C = q->C, vs = v_ps(q, q->TB);
     static const float zeros[WCH];
     float part[6][6][WCH];
     for (int64_t i = 0; i < tn; i++) {
@@ -399,7 +430,7 @@ static void input_block(const conv_geom *q, const float *in, int64_t t0, int64_t
 static void output_block(const conv_geom *q, const float *M, const float *bias,
                          const conv_post *post, int64_t t0, int64_t tn, float *out)
 {
-    const int64_t O = q->O, ms = q->TB * m_ld(q);
+    const int64_t O = q->O, ms = m_ps(q, q->TB);
     /* with a residual, it and the activation go over each tile's pixels once
      * all its channels are written */
     const bool res = post && post->res;
@@ -455,14 +486,15 @@ void slim__wino_run(const conv_geom *q, const float *in, const float *U, const f
     const int rows = block_rows(q);
     const bool narrow = rows == MR2;
     const int nr = narrow ? NARROW_NR : NR; /* NARROW_NR = WCH */
-    float *V = ws, *M = ws + round16((size_t)(WT * q->TB * vl));
+    const int64_t vs = v_ps(q, q->TB), ms = m_ps(q, q->TB);
+    float *V = ws, *M = ws + round16((size_t)(WT * vs));
     const int64_t nch = (C + KCHUNK - 1) / KCHUNK;
     for (int64_t blk = b0; blk < b1; blk++) {
         const int64_t t0 = blk * q->TB, tn = min64(q->TB, tiles - t0);
         input_block(q, in, t0, tn, V);
         for (int x = 0; x < WT; x++) {
-            const float *Vx = V + x * q->TB * vl;
-            float *Mx = M + x * q->TB * ml;
+            const float *Vx = V + x * vs;
+            float *Mx = M + x * ms;
             for (int64_t ci = 0; ci < nch; ci++) {
                 const int64_t k0 = C * ci / nch, k1 = C * (ci + 1) / nch;
                 for (int64_t ob = 0; ob < nb; ob++) {
@@ -505,7 +537,7 @@ void slim__wino_run(const conv_geom *q, const float *in, const float *U, const f
  * thread: 256->256 at 14x14 174-205 -> 129 GFLOP/s. */
 static int64_t dw_block(const conv_geom *q)
 {
-    int64_t tb = WINO_PLANE_FLOATS / (v_ld(q) + m_ld(q));
+    int64_t tb = WINO_PLANE_FLOATS / (v_cols(q) + m_cols(q));
     tb = min64(min64(tb, WINO_MAX_TB), pad_to(n_tiles(q), 4));
     return pad_to(max64(tb, 4), 4);
 }
@@ -515,10 +547,20 @@ size_t slim__wino_du_floats(const conv_geom *q)
     return round16((size_t)(WT * q->C * q->O));
 }
 
+/* Rows of dw per task of the one-block filter gradient: each panel of Yh
+ * fetched from L3 serves this many rows (512->512 at 7x7, 1 thread: 6 rows
+ * 61-85 ms, 24 rows 42-56, 60 rows 41-48, 120 rows 39-43; 3 runs each). */
+#define WDW_ROWS 120
+
+size_t slim__wino_u_floats(void)
+{
+    return round16((size_t)(WT * WDW_ROWS * NR));
+}
+
 size_t slim__wino_vy_floats(const conv_geom *q)
 {
     const int64_t tb = dw_block(q);
-    return round16((size_t)(WT * tb * v_ld(q))) + round16((size_t)(WT * tb * m_ld(q)));
+    return round16((size_t)(WT * v_ps(q, tb))) + round16((size_t)(WT * m_ps(q, tb)));
 }
 
 /* A (6 x M) applied to M values: the points 0, 1, -1, 2, -2 and infinity. */
@@ -545,7 +587,7 @@ size_t slim__wino_vy_floats(const conv_geom *q)
 static void dy_block(const conv_geom *q, const float *dy, int64_t t0, int64_t tn, float *Y,
                      int64_t ys)
 {
-    const int64_t O = q->O, ml = m_ld(q);
+    const int64_t O = q->O, ml = m_ld(q), mc = m_cols(q);
     const int m = tile_m(q);
     static const float zeros[WCH];
     float part[4][4][WCH];
@@ -553,7 +595,7 @@ static void dy_block(const conv_geom *q, const float *dy, int64_t t0, int64_t tn
         int64_t n, oh0, ow0;
         tile_at(q, t0 + i, &n, &oh0, &ow0);
         const int64_t rows = min64(m, q->OH - oh0), cols = min64(m, q->OW - ow0);
-        for (int64_t o0 = 0; o0 < ml; o0 += WCH) {
+        for (int64_t o0 = 0; o0 < mc; o0 += WCH) {
             const int64_t on = max64(0, min64(WCH, O - o0));
             const float *d[4][4];
             for (int a = 0; a < 4; a++)
@@ -626,53 +668,124 @@ static inline __attribute__((always_inline)) void g5t(const float *u0, const flo
     }
 }
 
-/* dw rows [r0, r1) of a 5x5 filter gradient: G^T dU(c, o) G. */
-static void dw_rows5(const float *dU, int64_t C, int64_t O, int64_t r0, int64_t r1, float *dw)
+/* G^T applied to 6 vectors for a 3x3 filter: 3 outputs. */
+static inline __attribute__((always_inline)) void g3t(const float *u0, const float *u1,
+                                                      const float *u2, const float *u3,
+                                                      const float *u4, const float *u5,
+                                                      float (*o)[WCH])
 {
-    const int64_t CO = C * O;
-    for (int64_t ci = r0; ci < r1; ci++)
-        for (int64_t o0 = 0; o0 < O; o0 += WCH) {
-            const int64_t on = min64(WCH, O - o0);
-            float u[WT][WCH], z[6][5][WCH], g[5][WCH];
-            for (int xi = 0; xi < WT; xi++) {
-                memcpy(u[xi], dU + xi * CO + ci * O + o0, (size_t)on * sizeof(float));
-                memset(u[xi] + on, 0, (size_t)(WCH - on) * sizeof(float));
-            }
-            for (int col = 0; col < 6; col++) /* z[col] (5) = G^T dU[., col] */
-                g5t(u[col], u[6 + col], u[12 + col], u[18 + col], u[24 + col], u[30 + col], z[col]);
-            for (int k = 0; k < 5; k++) { /* dw row k = z[., k] G */
-                g5t(z[0][k], z[1][k], z[2][k], z[3][k], z[4][k], z[5][k], g);
-                for (int kw = 0; kw < 5; kw++)
-                    memcpy(dw + (k * 5 + kw) * CO + ci * O + o0, g[kw], (size_t)on * sizeof(float));
-            }
+    for (int j = 0; j < WCH; j++) {
+        o[0][j] =
+            u0[j] * 0.25f - (u1[j] + u2[j]) * (1.0f / 6.0f) + (u3[j] + u4[j]) * (1.0f / 24.0f);
+        o[1][j] = (u2[j] - u1[j]) * (1.0f / 6.0f) + (u3[j] - u4[j]) * (1.0f / 12.0f);
+        o[2][j] = -(u1[j] + u2[j]) * (1.0f / 6.0f) + (u3[j] + u4[j]) * (1.0f / 6.0f) + u5[j];
+    }
+}
+
+/* One chunk of on <= WCH output channels of one filter-gradient row: the 36
+ * points' values at src + xi*xs in, G^T dU G out, tap k at dst + k*ts. The
+ * copies are of a constant size when the chunk is whole: with a variable
+ * one GCC emits `rep movs`, which took most of the 7x7 layers' time. */
+static void dw_chunk(int kh, const float *src, int64_t xs, int64_t on, float *dst, int64_t ts)
+{
+    float u[WT][WCH], z[6][5][WCH], g[5][WCH];
+    for (int xi = 0; xi < WT; xi++) {
+        if (on == WCH) {
+            memcpy(u[xi], src + xi * xs, sizeof u[xi]);
+        } else {
+            memcpy(u[xi], src + xi * xs, (size_t)on * sizeof(float));
+            memset(u[xi] + on, 0, (size_t)(WCH - on) * sizeof(float));
         }
+    }
+    for (int col = 0; col < 6; col++) /* z[col] (kh) = G^T dU[., col] */
+        if (kh == 5)
+            g5t(u[col], u[6 + col], u[12 + col], u[18 + col], u[24 + col], u[30 + col], z[col]);
+        else
+            g3t(u[col], u[6 + col], u[12 + col], u[18 + col], u[24 + col], u[30 + col], z[col]);
+    for (int k = 0; k < kh; k++) { /* dw row k = z[., k] G */
+        if (kh == 5)
+            g5t(z[0][k], z[1][k], z[2][k], z[3][k], z[4][k], z[5][k], g);
+        else
+            g3t(z[0][k], z[1][k], z[2][k], z[3][k], z[4][k], z[5][k], g);
+        for (int kw = 0; kw < kh; kw++) {
+            float *d = dst + (k * kh + kw) * ts;
+            if (on == WCH)
+                memcpy(d, g[kw], sizeof g[kw]);
+            else
+                memcpy(d, g[kw], (size_t)on * sizeof(float));
+        }
+    }
+}
+
+/* Transformed blocks V and Yh of tiles [t0, t0 + tn), each thread its share,
+ * then the threads meet. */
+static void dw_fill(const slim_kernel_ctx *c, const conv_geom *b, const float *x, const float *dy,
+                    int64_t t0, int64_t tn, float *V, float *Y)
+{
+    int64_t lo, hi;
+    slim_split(tn, c->ith, c->nth, &lo, &hi);
+    if (hi > lo) {
+        input_block(b, x, t0 + lo, hi - lo, V + lo * v_ld(b));
+        dy_block(b, dy, t0 + lo, hi - lo, Y + lo * m_ld(b), m_ps(b, b->TB));
+    }
+    c->sync(c);
 }
 
 /* All threads: dw (r,r,C,O) = the filter gradient of q for input x and output
  * gradient dy, overwritten; dU and vy: slim__wino_du_floats and
  * slim__wino_vy_floats floats shared by them. dU is first written after the
- * threads meet, so it may reuse what they read before the call. */
+ * threads meet, so it may reuse what they read before the call.
+ *
+ * When every tile fits one block (ResNet-50's 7x7 layers: 64 tiles), each
+ * of the first nw threads instead takes an equal share of dw's rows, WDW_ROWS at a time: the
+ * 36 products of those rows, panel by panel, go to the thread's ubuf
+ * (slim__wino_u_floats) and straight through G^T . G, so dU never exists. Through dU,
+ * its 36 x 512 x 512 floats (38 MB) went out to memory and were read back a
+ * line per point, and that read was 44% of the layer's filter gradient on one
+ * thread (perf); 512->512 at 7x7, 1 thread: 82-90 -> 38-41 ms (conv_bench,
+ * 3 alternating runs). The sums are the same in the same order: the same
+ * bits. */
 void slim__wino_dw(const slim_kernel_ctx *c, const conv_geom *q, const float *x, const float *dy,
-                   float *dw, float *dU, float *vy)
+                   float *dw, float *dU, float *vy, float *ubuf, int nw)
 {
     const int64_t C = q->C, O = q->O, CO = C * O, tiles = n_tiles(q), vl = v_ld(q), ml = m_ld(q);
+    const int kh = (int)q->KH;
     conv_geom b = *q; /* the blocks' geometry: input_block strides planes by TB */
     b.TB = dw_block(q);
-    float *V = vy, *Y = V + round16((size_t)(WT * b.TB * vl));
-    int64_t x0, x1;
-    slim_split(WT, c->ith, c->nth, &x0, &x1); /* the points this thread sums */
+    const int64_t vs = v_ps(q, b.TB), ys = m_ps(q, b.TB);
+    float *V = vy, *Y = V + round16((size_t)(WT * vs));
     const int64_t nb = (O + NR - 1) / NR;
-    for (int64_t t0 = 0; t0 < tiles; t0 += b.TB) {
-        const int64_t tn = min64(b.TB, tiles - t0);
-        int64_t lo, hi;
-        slim_split(tn, c->ith, c->nth, &lo, &hi);
-        if (hi > lo) {
-            input_block(&b, x, t0 + lo, hi - lo, V + lo * vl);
-            dy_block(&b, dy, t0 + lo, hi - lo, Y + lo * ml, b.TB * ml);
+    if (tiles <= b.TB) {
+        dw_fill(c, &b, x, dy, 0, tiles, V, Y);
+        /* equal shares of MR-row blocks, in tasks of at most WDW_ROWS rows */
+        int64_t lo = 0, hi = 0;
+        if (c->ith < nw)
+            slim_split((C + MR - 1) / MR, c->ith, nw, &lo, &hi);
+        float(*u)[WDW_ROWS][NR] = (float(*)[WDW_ROWS][NR])ubuf;
+        for (int64_t c0 = lo * MR, c1 = min64(C, hi * MR); c0 < c1; c0 += WDW_ROWS) {
+            const int64_t rows = min64(WDW_ROWS, c1 - c0);
+            for (int64_t ob = 0; ob < nb; ob++) {
+                const int nr = (int)min64(NR, O - ob * NR);
+                for (int xi = 0; xi < WT; xi++)
+                    for (int64_t i0 = 0; i0 < rows; i0 += MR)
+                        ukr_tn(tiles, V + xi * vs + c0 + i0, vl, Y + xi * ys + ob * NR, ml,
+                               &u[xi][i0][0], NR, (int)min64(MR, rows - i0), nr, false);
+                for (int64_t i = 0; i < rows; i++)
+                    for (int j = 0; j < nr; j += WCH)
+                        dw_chunk(kh, &u[0][i][j], WDW_ROWS * NR, min64(WCH, nr - j),
+                                 dw + (c0 + i) * O + ob * NR + j, CO);
+            }
         }
         c->sync(c);
+        return;
+    }
+    int64_t x0, x1;
+    slim_split(WT, c->ith, c->nth, &x0, &x1); /* the points this thread sums */
+    for (int64_t t0 = 0; t0 < tiles; t0 += b.TB) {
+        const int64_t tn = min64(b.TB, tiles - t0);
+        dw_fill(c, &b, x, dy, t0, tn, V, Y);
         for (int64_t xi = x0; xi < x1; xi++) {
-            const float *Vx = V + xi * b.TB * vl, *Yx = Y + xi * b.TB * ml;
+            const float *Vx = V + xi * vs, *Yx = Y + xi * ys;
             float *dUx = dU + xi * CO;
             for (int64_t ob = 0; ob < nb; ob++) {
                 const int nr = (int)min64(NR, O - ob * NR);
@@ -686,38 +799,8 @@ void slim__wino_dw(const slim_kernel_ctx *c, const conv_geom *q, const float *x,
     /* dw(c, o) = G^T dU(c, o) G, by rows c, o in chunks as vector lanes */
     int64_t r0, r1;
     slim_split(C, c->ith, c->nth, &r0, &r1);
-    if (q->KH == 5)
-        dw_rows5(dU, C, O, r0, r1, dw);
-    else
-        for (int64_t ci = r0; ci < r1; ci++)
-            for (int64_t o0 = 0; o0 < O; o0 += WCH) {
-                const int64_t on = min64(WCH, O - o0);
-                float u[WT][WCH], z[3][6][WCH], g[9][WCH];
-                for (int xi = 0; xi < WT; xi++) {
-                    memcpy(u[xi], dU + xi * CO + ci * O + o0, (size_t)on * sizeof(float));
-                    memset(u[xi] + on, 0, (size_t)(WCH - on) * sizeof(float));
-                }
-                for (int col = 0; col < 6; col++) /* z (3x6) = G^T dU */
-                    for (int j = 0; j < WCH; j++) {
-                        float u0 = u[col][j], u1 = u[6 + col][j], u2 = u[12 + col][j],
-                              u3 = u[18 + col][j], u4 = u[24 + col][j], u5 = u[30 + col][j];
-                        z[0][col][j] =
-                            u0 * 0.25f - (u1 + u2) * (1.0f / 6.0f) + (u3 + u4) * (1.0f / 24.0f);
-                        z[1][col][j] = (u2 - u1) * (1.0f / 6.0f) + (u3 - u4) * (1.0f / 12.0f);
-                        z[2][col][j] = -(u1 + u2) * (1.0f / 6.0f) + (u3 + u4) * (1.0f / 6.0f) + u5;
-                    }
-                for (int k = 0; k < 3; k++) /* dw row k = z[k] G */
-                    for (int j = 0; j < WCH; j++) {
-                        float u0 = z[k][0][j], u1 = z[k][1][j], u2 = z[k][2][j], u3 = z[k][3][j],
-                              u4 = z[k][4][j], u5 = z[k][5][j];
-                        g[k * 3 + 0][j] =
-                            u0 * 0.25f - (u1 + u2) * (1.0f / 6.0f) + (u3 + u4) * (1.0f / 24.0f);
-                        g[k * 3 + 1][j] = (u2 - u1) * (1.0f / 6.0f) + (u3 - u4) * (1.0f / 12.0f);
-                        g[k * 3 + 2][j] =
-                            -(u1 + u2) * (1.0f / 6.0f) + (u3 + u4) * (1.0f / 6.0f) + u5;
-                    }
-                for (int tap = 0; tap < 9; tap++)
-                    memcpy(dw + tap * CO + ci * O + o0, g[tap], (size_t)on * sizeof(float));
-            }
+    for (int64_t ci = r0; ci < r1; ci++)
+        for (int64_t o0 = 0; o0 < O; o0 += WCH)
+            dw_chunk(kh, dU + ci * O + o0, CO, min64(WCH, O - o0), dw + ci * O + o0, CO);
     c->sync(c);
 }

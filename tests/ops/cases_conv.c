@@ -253,6 +253,23 @@ static const harness_case cases[] = {
      .training = true,
      .fwd_tol = 3e-4,
      .eps = 2e-3},
+    /* over WINO_MAX_TB (96) tiles: the filter gradient sums the blocks into
+     * dU and transforms it at the end (the cases above fit one block, whose
+     * rows go through the transform as they are summed) */
+    {.name = "wino_dw_blocks_c32_o40",
+     .op = "conv2d",
+     .attrs = "padding=SAME",
+     .n_in = 2,
+     .in = {X4(2, 40, 38, 32), X4(3, 3, 32, 40)},
+     .training = true,
+     .eps = 2e-3},
+    {.name = "wino5_dw_blocks_c32_o36",
+     .op = "conv2d",
+     .attrs = "padding=SAME",
+     .n_in = 2,
+     .in = {X4(2, 20, 21, 32), X4(5, 5, 32, 36)},
+     .training = true,
+     .eps = 1e-2},
     {.name = "wino5_on_c17_o33_explicit",
      .op = "conv2d",
      .attrs = "padding=EXPLICIT; pads=[3, 0, 2, 4]; winograd=on",
