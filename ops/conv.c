@@ -248,6 +248,7 @@ static slim_status conv_infer(slim_infer_ctx *c)
     if (c->training && p->dx_gather && wino_use(p, t, wino, WINO_MIN_CH))
         t->TB = slim__wino_block(t, nth);
     p->wino_dw = c->training && wino_use(p, f, wino, WINO_DW_MIN_CH);
+    p->wdw_split = p->wino_dw && slim__wino_dw_split(f, nth);
     p->dw_ksplit = M < f->K;
 
     slim_shape ys = {4, {f->N, f->OH, f->OW, f->O}};

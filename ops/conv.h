@@ -42,7 +42,8 @@ typedef struct conv_params {
     bool dx_gather; /* dx as a convolution of dy instead of GEMM + col2im */
     bool dw_ksplit; /* dW split by K rows between threads instead of partial sums */
     bool has_bias;
-    bool wino_dw; /* dW by Winograd (slim__wino_dw) */
+    bool wino_dw;   /* dW by Winograd (slim__wino_dw) */
+    bool wdw_split; /* ... each worker summing its tiles apart (slim__wino_dw_split) */
     /* inference: a batch norm folded in (inputs bn_in.. are gamma, beta,
      * moving_mean, moving_var), a residual (input res_in) and an activation,
      * applied as each block of y is finished (conv_post) */
@@ -215,8 +216,15 @@ void slim__wino_run(const conv_geom *q, const float *in, const float *U, const f
 size_t slim__wino_du_floats(const conv_geom *q);
 size_t slim__wino_vy_floats(const conv_geom *q);
 size_t slim__wino_u_floats(void);
+/* Whether, on nth threads, each worker sums its share of the tiles into a
+ * part of its own (slim__wino_dw_part_floats: its dU and blocks): then
+ * part is worker 0's and worker t's lies t * pstride floats after it, and
+ * dU and vy are unused (else part is NULL). */
+bool slim__wino_dw_split(const conv_geom *q, int nth);
+size_t slim__wino_dw_part_floats(const conv_geom *q);
 void slim__wino_dw(const slim_kernel_ctx *c, const conv_geom *q, const float *x, const float *dy,
-                   float *dw, float *dU, float *vy, float *ubuf, int nw);
+                   float *dw, float *dU, float *vy, float *ubuf, int nw, float *part,
+                   int64_t pstride);
 
 /* ---- ops/conv_pw.c --------------------------------------------------------- */
 

@@ -128,7 +128,7 @@ size_t slim__conv_shared_floats(const conv_params *p, bool backward)
     pack_dims(p, backward ? bwd_pack_mode(p) : PACK_W, &depth, &panels);
     size_t packed =
         wq->TB ? slim__wino_shared_floats(wq) : round16((size_t)(p->f.G * panels * depth * NR));
-    if (!backward || !p->wino_dw)
+    if (!backward || !p->wino_dw || p->wdw_split)
         return packed;
     /* the packed filter serves dx alone: the Winograd dW's dU lies over it
      * (free once dx is done), its blocks follow */
@@ -138,7 +138,7 @@ size_t slim__conv_shared_floats(const conv_params *p, bool backward)
 
 /* One backward worker's slice of the workspace (offsets in floats). */
 typedef struct bwd_slice {
-    size_t col, dcol, dw, db, band, pack, total;
+    size_t col, dcol, dw, db, band, pack, wdw, total;
 } bwd_slice;
 
 static bwd_slice bwd_layout(const conv_params *p, int64_t nw)
@@ -162,6 +162,9 @@ static bwd_slice bwd_layout(const conv_params *p, int64_t nw)
     s.pack = s.total = s.band;
     if (packed)
         s.total += slim__pw_dw_ws_floats(f, (int)nw);
+    s.wdw = s.total;
+    if (p->wdw_split)
+        s.total += round16(slim__wino_dw_part_floats(f));
     if (scatter && f->N % nw != 0) {
         /* a band of output rows of one image and the input rows it touches */
         int64_t band = (f->OH + nw - 1) / nw;
@@ -1236,10 +1239,13 @@ void slim__conv_gemm_backward(const slim_kernel_ctx *c)
         gemm_backward_filter_ksplit(c, j.col, nw);
     if (pdw && worker)
         slim__pw_dw(f, c->in[0].data, c->dout[0].data, c->din[1].data, mine + sl.pack, c->ith, nw);
-    if (wdw) {
+    if (wdw && p->wdw_split) {
+        slim__wino_dw(c, f, c->in[0].data, c->dout[0].data, c->din[1].data, NULL, NULL, NULL, nw,
+                      ws + sl.wdw, (int64_t)stride);
+    } else if (wdw) {
         size_t vy = slim__conv_shared_floats(p, true) - slim__wino_vy_floats(f);
         slim__wino_dw(c, f, c->in[0].data, c->dout[0].data, c->din[1].data, packed, packed + vy,
-                      worker ? j.col : NULL, nw);
+                      worker ? j.col : NULL, nw, NULL, 0);
     }
     if (nw == 1)
         return;

@@ -247,6 +247,10 @@ void slim__wino_pack(const slim_kernel_ctx *c, const conv_geom *q, const float *
             /* flip: the taps reversed, in and out channels swapped (w (r,r,O,C)) */
             const float *src = flip ? w + ((taps - 1 - tap) * O + ob * NR) * C + ci
                                     : w + (tap * C + ci) * O + ob * NR;
+            if (!flip && nj == NR) { /* a whole panel row: one vector copy */
+                memcpy(g[tap], src, sizeof g[tap]);
+                continue;
+            }
             const int64_t js = flip ? C : 1;
             for (int64_t j = 0; j < nj; j++)
                 g[tap][j] = src[j * js];
@@ -552,9 +556,25 @@ size_t slim__wino_du_floats(const conv_geom *q)
  * 61-85 ms, 24 rows 42-56, 60 rows 41-48, 120 rows 39-43; 3 runs each). */
 #define WDW_ROWS 120
 
+/* The largest C*O whose filter gradient each thread sums into a dU of its
+ * own (36 C O floats: 2.4 MB at 128 x 128) when the tiles take several
+ * blocks. Shared, the threads meet twice a block: ResNet-50's 64->64 at
+ * 56x56 (33 blocks) ran 1.1-1.6x faster on 2 threads than on 1. */
+#define WDW_SPLIT_CO (128 * 128)
+
 size_t slim__wino_u_floats(void)
 {
     return round16((size_t)(WT * WDW_ROWS * NR));
+}
+
+bool slim__wino_dw_split(const conv_geom *q, int nth)
+{
+    return nth > 1 && n_tiles(q) > dw_block(q) && q->C * q->O <= WDW_SPLIT_CO;
+}
+
+size_t slim__wino_dw_part_floats(const conv_geom *q)
+{
+    return slim__wino_du_floats(q) + slim__wino_vy_floats(q);
 }
 
 size_t slim__wino_vy_floats(const conv_geom *q)
@@ -683,10 +703,12 @@ static inline __attribute__((always_inline)) void g3t(const float *u0, const flo
 }
 
 /* One chunk of on <= WCH output channels of one filter-gradient row: the 36
- * points' values at src + xi*xs in, G^T dU G out, tap k at dst + k*ts. The
+ * points' values at src + xi*xs (plus, with nsrc > 1, those of nsrc - 1
+ * more partial sums ss floats apart) in, G^T dU G out, tap k at dst + k*ts. The
  * copies are of a constant size when the chunk is whole: with a variable
  * one GCC emits `rep movs`, which took most of the 7x7 layers' time. */
-static void dw_chunk(int kh, const float *src, int64_t xs, int64_t on, float *dst, int64_t ts)
+static void dw_chunk(int kh, const float *src, int64_t xs, int64_t on, float *dst, int64_t ts,
+                     int nsrc, int64_t ss)
 {
     float u[WT][WCH], z[6][5][WCH], g[5][WCH];
     for (int xi = 0; xi < WT; xi++) {
@@ -695,6 +717,11 @@ static void dw_chunk(int kh, const float *src, int64_t xs, int64_t on, float *ds
         } else {
             memcpy(u[xi], src + xi * xs, (size_t)on * sizeof(float));
             memset(u[xi] + on, 0, (size_t)(WCH - on) * sizeof(float));
+        }
+        for (int t = 1; t < nsrc; t++) { /* the other threads' partial sums, in order */
+            const float *p = src + t * ss + xi * xs;
+            for (int64_t j = 0; j < on; j++)
+                u[xi][j] += p[j];
         }
     }
     for (int col = 0; col < 6; col++) /* z[col] (kh) = G^T dU[., col] */
@@ -717,6 +744,23 @@ static void dw_chunk(int kh, const float *src, int64_t xs, int64_t on, float *ds
     }
 }
 
+/* dU[xi] (+)= V[xi]^T Yh[xi] over tn tiles, for the points [x0, x1). */
+static void dw_products(const conv_geom *q, const float *V, int64_t vs, const float *Y, int64_t ys,
+                        int64_t tn, float *dU, int64_t x0, int64_t x1, bool acc)
+{
+    const int64_t C = q->C, O = q->O, vl = v_ld(q), ml = m_ld(q), nb = (O + NR - 1) / NR;
+    for (int64_t xi = x0; xi < x1; xi++) {
+        const float *Vx = V + xi * vs, *Yx = Y + xi * ys;
+        float *dUx = dU + xi * C * O;
+        for (int64_t ob = 0; ob < nb; ob++) {
+            const int nr = (int)min64(NR, O - ob * NR);
+            for (int64_t c0 = 0; c0 < C; c0 += MR)
+                ukr_tn(tn, Vx + c0, vl, Yx + ob * NR, ml, dUx + c0 * O + ob * NR, O,
+                       (int)min64(MR, C - c0), nr, acc);
+        }
+    }
+}
+
 /* Transformed blocks V and Yh of tiles [t0, t0 + tn), each thread its share,
  * then the threads meet. */
 static void dw_fill(const slim_kernel_ctx *c, const conv_geom *b, const float *x, const float *dy,
@@ -734,26 +778,36 @@ static void dw_fill(const slim_kernel_ctx *c, const conv_geom *b, const float *x
 /* All threads: dw (r,r,C,O) = the filter gradient of q for input x and output
  * gradient dy, overwritten; dU and vy: slim__wino_du_floats and
  * slim__wino_vy_floats floats shared by them. dU is first written after the
- * threads meet, so it may reuse what they read before the call.
+ * threads meet, so it may reuse what they read before the call. The tiles go
+ * in blocks, and the threads meet twice a block: once V and Yh are filled,
+ * and once each has summed its points.
  *
- * When every tile fits one block (ResNet-50's 7x7 layers: 64 tiles), each
- * of the first nw threads instead takes an equal share of dw's rows, WDW_ROWS at a time: the
- * 36 products of those rows, panel by panel, go to the thread's ubuf
- * (slim__wino_u_floats) and straight through G^T . G, so dU never exists. Through dU,
- * its 36 x 512 x 512 floats (38 MB) went out to memory and were read back a
- * line per point, and that read was 44% of the layer's filter gradient on one
- * thread (perf); 512->512 at 7x7, 1 thread: 82-90 -> 38-41 ms (conv_bench,
- * 3 alternating runs). The sums are the same in the same order: the same
- * bits. */
+ * When every tile fits one block (ResNet-50's 7x7 layers: 64 tiles), each of
+ * the first nw threads instead takes an equal share of dw's rows, WDW_ROWS at
+ * a time: the 36 products of those rows, panel by panel, go to the thread's
+ * ubuf (slim__wino_u_floats) and straight through G^T . G, so dU never
+ * exists. Through dU, its 36 x 512 x 512 floats (38 MB) went out to memory
+ * and were read back a line per point, and that read was 44% of the layer's
+ * filter gradient on one thread (perf); 512->512 at 7x7, 1 thread: 82-90 ->
+ * 38-41 ms (conv_bench, 3 alternating runs). The sums are the same in the
+ * same order: the same bits.
+ *
+ * With part (slim__wino_dw_split: up to WDW_SPLIT_CO channels, several
+ * blocks), each worker sums its own share of the tiles into its own dU and
+ * blocks, and the threads meet once; the transform adds the workers' dU in
+ * worker order. ResNet-50's 2-thread training step, 3 alternating pairs
+ * against the shared blocks: the backward of its seven 3x3 layers at 56x56
+ * and 28x28, 166-173 -> 150-157 ms. */
 void slim__wino_dw(const slim_kernel_ctx *c, const conv_geom *q, const float *x, const float *dy,
-                   float *dw, float *dU, float *vy, float *ubuf, int nw)
+                   float *dw, float *dU, float *vy, float *ubuf, int nw, float *part,
+                   int64_t pstride)
 {
     const int64_t C = q->C, O = q->O, CO = C * O, tiles = n_tiles(q), vl = v_ld(q), ml = m_ld(q);
     const int kh = (int)q->KH;
     conv_geom b = *q; /* the blocks' geometry: input_block strides planes by TB */
     b.TB = dw_block(q);
     const int64_t vs = v_ps(q, b.TB), ys = m_ps(q, b.TB);
-    float *V = vy, *Y = V + round16((size_t)(WT * vs));
+    float *V = vy, *Y = vy ? V + round16((size_t)(WT * vs)) : NULL;
     const int64_t nb = (O + NR - 1) / NR;
     if (tiles <= b.TB) {
         dw_fill(c, &b, x, dy, 0, tiles, V, Y);
@@ -773,34 +827,51 @@ void slim__wino_dw(const slim_kernel_ctx *c, const conv_geom *q, const float *x,
                 for (int64_t i = 0; i < rows; i++)
                     for (int j = 0; j < nr; j += WCH)
                         dw_chunk(kh, &u[0][i][j], WDW_ROWS * NR, min64(WCH, nr - j),
-                                 dw + (c0 + i) * O + ob * NR + j, CO);
+                                 dw + (c0 + i) * O + ob * NR + j, CO, 1, 0);
             }
         }
         c->sync(c);
         return;
     }
-    int64_t x0, x1;
-    slim_split(WT, c->ith, c->nth, &x0, &x1); /* the points this thread sums */
-    for (int64_t t0 = 0; t0 < tiles; t0 += b.TB) {
-        const int64_t tn = min64(b.TB, tiles - t0);
-        dw_fill(c, &b, x, dy, t0, tn, V, Y);
-        for (int64_t xi = x0; xi < x1; xi++) {
-            const float *Vx = V + xi * vs, *Yx = Y + xi * ys;
-            float *dUx = dU + xi * CO;
-            for (int64_t ob = 0; ob < nb; ob++) {
-                const int nr = (int)min64(NR, O - ob * NR);
-                for (int64_t c0 = 0; c0 < C; c0 += MR)
-                    ukr_tn(tn, Vx + c0, vl, Yx + ob * NR, ml, dUx + c0 * O + ob * NR, O,
-                           (int)min64(MR, C - c0), nr, t0 > 0);
+    int nsrc = 1;
+    int64_t ss = 0;
+    if (part) {
+        /* each worker sums its own share of the tiles into its own dU,
+         * block by block, meeting the others only once at the end */
+        nsrc = nw;
+        ss = pstride;
+        dU = part;
+        if (c->ith < nw) {
+            float *dUt = part + c->ith * pstride;
+            V = dUt + slim__wino_du_floats(q);
+            Y = V + round16((size_t)(WT * vs));
+            int64_t lo, hi;
+            slim_split(tiles, c->ith, nw, &lo, &hi);
+            if (hi <= lo)
+                memset(dUt, 0, (size_t)(WT * CO) * sizeof(float));
+            for (int64_t t0 = lo; t0 < hi; t0 += b.TB) {
+                const int64_t tn = min64(b.TB, hi - t0);
+                input_block(&b, x, t0, tn, V);
+                dy_block(&b, dy, t0, tn, Y, ys);
+                dw_products(q, V, vs, Y, ys, tn, dUt, 0, WT, t0 > lo);
             }
         }
-        c->sync(c); /* V and Yh are refilled by the next block */
+        c->sync(c);
+    } else {
+        int64_t x0, x1;
+        slim_split(WT, c->ith, c->nth, &x0, &x1); /* the points this thread sums */
+        for (int64_t t0 = 0; t0 < tiles; t0 += b.TB) {
+            const int64_t tn = min64(b.TB, tiles - t0);
+            dw_fill(c, &b, x, dy, t0, tn, V, Y);
+            dw_products(q, V, vs, Y, ys, tn, dU, x0, x1, t0 > 0);
+            c->sync(c); /* V and Yh are refilled by the next block */
+        }
     }
     /* dw(c, o) = G^T dU(c, o) G, by rows c, o in chunks as vector lanes */
     int64_t r0, r1;
     slim_split(C, c->ith, c->nth, &r0, &r1);
     for (int64_t ci = r0; ci < r1; ci++)
         for (int64_t o0 = 0; o0 < O; o0 += WCH)
-            dw_chunk(kh, dU + ci * O + o0, CO, min64(WCH, O - o0), dw + ci * O + o0, CO);
+            dw_chunk(kh, dU + ci * O + o0, CO, min64(WCH, O - o0), dw + ci * O + o0, CO, nsrc, ss);
     c->sync(c);
 }

@@ -255,7 +255,9 @@ static const harness_case cases[] = {
      .eps = 2e-3},
     /* over WINO_MAX_TB (96) tiles: the filter gradient sums the blocks into
      * dU and transforms it at the end (the cases above fit one block, whose
-     * rows go through the transform as they are summed) */
+     * rows go through the transform as they are summed); up to 128 x 128
+     * channels each thread sums its own tiles into a dU of its own, over it
+     * the threads share one dU, a block at a time */
     {.name = "wino_dw_blocks_c32_o40",
      .op = "conv2d",
      .attrs = "padding=SAME",
@@ -263,6 +265,14 @@ static const harness_case cases[] = {
      .in = {X4(2, 40, 38, 32), X4(3, 3, 32, 40)},
      .training = true,
      .eps = 2e-3},
+    {.name = "wino_dw_blocks_shared_c136_o128",
+     .op = "conv2d",
+     .attrs = "padding=SAME",
+     .n_in = 2,
+     .in = {X4(1, 44, 40, 136), X4(3, 3, 136, 128)},
+     .training = true,
+     .fwd_tol = 3e-4,
+     .no_fd = true},
     {.name = "wino5_dw_blocks_c32_o36",
      .op = "conv2d",
      .attrs = "padding=SAME",

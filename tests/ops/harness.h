@@ -39,6 +39,7 @@ typedef struct harness_case {
     double eps;                /* finite-difference step; 0 = 1e-3 */
     bool no_grad;              /* skip the gradient check (op not differentiable) */
     unsigned skip_grad_inputs; /* bit i: do not check input i's gradient */
+    bool no_fd;                /* large: no finite differences (backward vs reference only) */
     /* Expected output 0 values (numel of them) for a known-value check with
      * fixed inputs, or NULL. Compared with tolerance fwd_tol. */
     const float *expect;
