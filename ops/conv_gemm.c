@@ -162,15 +162,15 @@ static bwd_slice bwd_layout(const conv_params *p, int64_t nw)
     s.pack = s.total = s.band;
     if (packed)
         s.total += slim__pw_dw_ws_floats(f, (int)nw);
-    s.wdw = s.total;
-    if (p->wdw_split)
-        s.total += round16(slim__wino_dw_part_floats(f));
     if (scatter && f->N % nw != 0) {
         /* a band of output rows of one image and the input rows it touches */
         int64_t band = (f->OH + nw - 1) / nw;
         int64_t rows = min64(f->H, (band - 1) * f->SH + (f->KH - 1) * f->DH + 1);
         s.total += round16((size_t)(rows * f->W * f->C));
     }
+    s.wdw = s.total; /* the Winograd dW's own dU and blocks */
+    if (p->wdw_split)
+        s.total += round16(slim__wino_dw_part_floats(f));
     return s;
 }
 
@@ -751,6 +751,15 @@ static inline void block_panel(const float *A, int64_t lda, int64_t i0, int64_t 
     const float *a[MR2];
     for (int i = 0; i < MR2; i++)
         a[i] = A + (i0 + (i < bn ? i : 0)) * lda + k0;
+    if (post && post->res) {
+        /* the residual's rows, read at the store: fetched now, while the
+         * products run (else each store waited on memory) */
+        const float *r = post->res + (cb - post->out);
+        for (int64_t i = 0; i < bn; i++) {
+            __builtin_prefetch(r + i * ldo);
+            __builtin_prefetch(r + i * ldo + nr - 1);
+        }
+    }
 #if defined(VW) && !defined(UKR_HAS_NN_WIDE)
     if (post && nr > NARROW_NR) {
         ukr_nn_post(k1 - k0, a, bp, cb, ldo, bn < MR ? (int)bn : MR, nr, bias, k0 > 0, post, col);
