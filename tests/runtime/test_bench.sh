@@ -105,12 +105,19 @@ fi
 
 # Two threads on one core measure half the peak per core, as when the VM takes
 # a vCPU away while measuring (it once read 16.4 FLOP per cycle of 32 and
-# reported a step at 138% of the peak): measured again, then said.
+# reported a step at 138% of the peak): measured again, then said. The
+# check is that the note comes exactly when the figure printed is under 3/4
+# of the vectors' FLOP per cycle: on a machine busy with other work the
+# clock estimate drops too, and the two threads can then read 3/4 or more.
 if command -v taskset > /dev/null && [ "$ghz" != 0.000 ]; then
     taskset -c 0 "$SLIMRUN" bench --model_name=lenet --batch_size=1 --iterations=1 --warmup=0 \
         --budget=0 --mode=inference --num_threads=2 > "$T/q.txt" 2>&1
-    check "a peak measured under 3/4 of a core's FMAs is flagged" sh -c \
-        "[ $? = 0 ] && grep -q '^  (under 3/4 of it: other work held a core while measuring' '$T/q.txt'"
+    qrc=$?
+    fpc=$(sed -n 's/^fp32 peak: .* \([0-9.]*\) FLOP per cycle per core at .* of the \([0-9]*\) its vectors allow)$/\1 \2/p' "$T/q.txt")
+    flagged=0
+    grep -q '^  (under 3/4 of it: other work held a core while measuring' "$T/q.txt" && flagged=1
+    check "a peak measured under 3/4 of a core's FMAs is flagged, and only then ($fpc)" sh -c \
+        "[ $qrc = 0 ] && [ -n '$fpc' ] && [ \$(echo '$fpc' | awk '{ print (\$1 < 0.75 * \$2) }') = $flagged ]"
 else
     n=$((n + 1))
     echo "ok $n - # SKIP a peak measured on a held core (no taskset or no clock estimate)"
