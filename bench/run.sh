@@ -496,8 +496,8 @@ if keys:
 
 L += ["", "Raw results: conv.json, train_slim_r*.json, train_torch_r*.jsonl, profile.md, "
       "big_slim_*.json/txt, big_torch_*.jsonl in this directory. Rerun: `bench/run.sh` (about "
-      "10 minutes; `--quick` for a rough pass; `--models=big` adds the zoo's big models, about "
-      "25 minutes more)."]
+      "15 minutes; `--quick` for a rough pass; `--models=big` adds the zoo's big models, about "
+      "45 minutes more: 58 minutes in all on 2026-11-26)."]
 open(os.path.join(out, "latest.md"), "w").write("\n".join(L).replace("\n\n\n", "\n\n") + "\n")
 print("\n".join(L))
 EOF
