@@ -176,6 +176,13 @@ static double clock_ghz(void)
  * two FMA ports of PEAK_LANES lanes, two FLOPs each. */
 #define PEAK_FLOP_PER_CYCLE (2 * 2 * PEAK_LANES)
 
+/* Whether a peak of nth threads at ghz reads under 3/4 of what a core's
+ * vectors allow: some core was held by other work while it was measured. */
+static bool peak_held(double peak, int nth, double ghz)
+{
+    return ghz > 0 && peak / nth / ghz < 0.75 * PEAK_FLOP_PER_CYCLE;
+}
+
 /* GFLOP/s of nth threads running FMAs at once, the best of three 0.1 s runs
  * (a VM's other vCPU is sometimes taken away for a moment; 0 when threads
  * cannot start). */
@@ -817,9 +824,7 @@ static int run_bench(int argc, char **argv)
          * the peak (once 16.4 FLOP per cycle per core of 32 on 2 threads,
          * and the step "138% of peak"): measure again, up to three more
          * times, while a core starts under 3/4 of what its vectors allow. */
-        for (int r = 0; r < 3 && ghz > 0 &&
-                        peak / c.num_threads / ghz < 0.75 * PEAK_FLOP_PER_CYCLE;
-             r++) {
+        for (int r = 0; r < 3 && peak_held(peak, c.num_threads, ghz); r++) {
             double again = measure_peak(c.num_threads);
             peak = again > peak ? again : peak;
         }
@@ -853,7 +858,7 @@ static int run_bench(int argc, char **argv)
                        "%.2f GHz, of the %d its vectors allow)\n",
                        peak, peak_src, c.num_threads, c.num_threads > 1 ? "s" : "",
                        peak / c.num_threads / ghz, ghz, PEAK_FLOP_PER_CYCLE);
-                if (peak / c.num_threads / ghz < 0.75 * PEAK_FLOP_PER_CYCLE)
+                if (peak_held(peak, c.num_threads, ghz))
                     printf("  (under 3/4 of it: other work held a core while measuring; the "
                            "percentages below are too high, give --peak)\n");
             } else if (peak > 0)
