@@ -1170,6 +1170,47 @@ static int by_offset(const void *a, const void *b, void *ctx)
     return x - y;
 }
 
+/* Outputs written in the memory of an input (set_in_place): the output's
+ * buffer is merged into the input's when the step is the input's last reader
+ * and the output's first writer, the sizes match and no other input or
+ * output of the step is that buffer. ResNet-50's fused conv3 + add layers on
+ * 1 to 3 blocks then store into the residual's lines the step has just read,
+ * instead of fetching each output line first. */
+static void share_in_place(slim_program *p)
+{
+    for (int s = 0; s < p->n_steps; s++) {
+        const slim__step *st = &p->steps[s];
+        if (st->kind != SLIM__STEP_FWD || st->node < 0 || st->v_in < 0 || st->v_out < 0)
+            continue;
+        const slim__infer_result *r = &p->infer[st->node];
+        for (int o = 0; o < st->n_out && o < SLIM__MAX_OUTPUTS; o++) {
+            const int i = r->in_place[o];
+            if (i < 0 || i >= st->n_in)
+                continue;
+            const int bi = p->view_buf[st->v_in + i], bo = p->view_buf[st->v_out + o];
+            if (bi < 0 || bo < 0 || bi == bo)
+                continue;
+            slim__buffer *in = &p->bufs[bi], *out = &p->bufs[bo];
+            bool alone = in->last == s && out->first == s && in->bytes == out->bytes;
+            for (int k = 0; alone && k < st->n_in; k++)
+                alone = k == i || p->view_buf[st->v_in + k] != bi;
+            for (int k = 0; alone && k < st->n_out; k++)
+                alone = p->view_buf[st->v_out + k] != bi;
+            if (!alone)
+                continue;
+            for (int v = 0; v < p->n_views; v++)
+                if (p->view_buf[v] == bo)
+                    p->view_buf[v] = bi;
+            for (int t = 0; t < p->g->n_tensors; t++)
+                if (p->tbuf[t] == bo)
+                    p->tbuf[t] = bi;
+            in->last = out->last;
+            out->bytes = 0;
+            out->first = 0, out->last = -1;
+        }
+    }
+}
+
 static slim_status plan(slim_program *p, bool allocate, slim_error *err)
 {
     slim_graph *g = p->g;
@@ -1200,6 +1241,10 @@ static slim_status plan(slim_program *p, bool allocate, slim_error *err)
             touch(p, p->gbuf[t], last);
     }
     int n = p->n_bufs;
+    p->naive_bytes = 0; /* every buffer apart, before any is shared */
+    for (int k = 0; k < n; k++)
+        p->naive_bytes += p->bufs[k].bytes;
+    share_in_place(p);
     int *order = malloc((size_t)(n ? n : 1) * sizeof *order);
     int *placed = malloc((size_t)(n ? n : 1) * sizeof *placed);
     if (!order || !placed) {
@@ -1212,7 +1257,6 @@ static slim_status plan(slim_program *p, bool allocate, slim_error *err)
     qsort_r(order, (size_t)n, sizeof *order, by_size_desc, p->bufs);
     int n_placed = 0;
     size_t total = 0;
-    p->naive_bytes = 0;
     int *overl = malloc((size_t)(n ? n : 1) * sizeof *overl);
     if (!overl) {
         free(order);
@@ -1221,7 +1265,6 @@ static slim_status plan(slim_program *p, bool allocate, slim_error *err)
     }
     for (int k = 0; k < n; k++) {
         slim__buffer *b = &p->bufs[order[k]];
-        p->naive_bytes += b->bytes;
         if (b->last < b->first) { /* never used: give it a lifetime of its own */
             b->first = b->last = -2;
         }

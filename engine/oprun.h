@@ -15,6 +15,7 @@ typedef struct slim__infer_result {
     slim_tensor_desc saved[SLIM__MAX_SAVED];
     size_t ws_bytes;
     uint32_t bwd_in, bwd_out; /* what backward reads (set_backward_reads); all by default */
+    int in_place[SLIM__MAX_OUTPUTS]; /* the input output i may overwrite (set_in_place); -1: none */
     void *params;             /* desc->params_size bytes, malloc'd (NULL when 0) */
 } slim__infer_result;
 

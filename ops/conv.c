@@ -255,6 +255,8 @@ static slim_status conv_infer(slim_infer_ctx *c)
     if (bad_residual(c, &ys))
         return SLIM_ESHAPE;
     c->set_output(c, 0, SLIM_F32, &ys);
+    if (p->residual && p->kind != CONV_DEPTHWISE && slim__conv_res_in_place(f))
+        c->set_in_place(c, 0, p->res_in);
     size_t per = slim__conv_ws_floats(p, nth, false), shared = slim__conv_shared_floats(p, false);
     if (c->training) {
         size_t bwd = slim__conv_ws_floats(p, nth, true), sb = slim__conv_shared_floats(p, true);

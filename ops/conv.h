@@ -176,6 +176,11 @@ int64_t slim__conv_tile_rows(const conv_geom *q, int64_t M, int nth);
 /* The largest worker count <= nth whose slices fit the workspace after the
  * shared packed filter (0: none fits). */
 int slim__conv_workers(const slim_kernel_ctx *c, bool backward);
+/* Whether the forward product of q (kind CONV_GEMM or CONV_POINTWISE, not
+ * Winograd) may write y over the residual: each block reads its residual
+ * lines at the store, before writing them, and no block is stored before
+ * its last depth chunk (set_in_place). */
+bool slim__conv_res_in_place(const conv_geom *q);
 /* The bias the products add: NULL when there is none or a batch norm is folded in. */
 const float *slim__conv_bias(const slim_kernel_ctx *c);
 void slim__conv_gemm_forward(const slim_kernel_ctx *c, const conv_post *post);

@@ -775,6 +775,21 @@ static inline void block_panel(const float *A, int64_t lda, int64_t i0, int64_t 
         slim__conv_post_rows(post, cb, ldo, bn, col, nr);
 }
 
+bool slim__conv_res_in_place(const conv_geom *q)
+{
+#if defined(VW) && !defined(UKR_HAS_NN_WIDE)
+    /* conv_rows' blocks through ukr_nn_post: one chunk of depth, and no
+     * last panel narrow enough for ukr_nn_narrow (its post step runs after
+     * the store) */
+    const int64_t tail = q->Og % NR;
+    return !q->TB && !direct_rows(q) && !seg_rows(q) && q->K <= KCHUNK &&
+           (tail == 0 || tail > NARROW_NR);
+#else
+    (void)q;
+    return false;
+#endif
+}
+
 /* Tiles [t0, t1) of the forward product through im2col (or x itself for 1x1):
  * depth in chunks of at most KCHUNK; within a chunk, blocks of MR2 rows, each
  * through every panel of the filter while its rows of A stay in L1, so C is

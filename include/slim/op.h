@@ -26,8 +26,9 @@ extern "C" {
 /* The ABI version: major changes break plugins, minor ones only append. */
 #define SLIM_ABI_MAJOR 1
 #define SLIM_ABI_MINOR                                                                             \
-    2 /* 1.1: slim_op_desc.slots, n_slots (update ops' slots);                                     \
-         1.2: slim_infer_ctx.set_backward_reads */
+    3 /* 1.1: slim_op_desc.slots, n_slots (update ops' slots);                                     \
+         1.2: slim_infer_ctx.set_backward_reads;                                                   \
+         1.3: slim_infer_ctx.set_in_place */
 
 #if defined(__GNUC__)
 #define SLIM_EXPORT __attribute__((visibility("default")))
@@ -215,6 +216,15 @@ struct slim_infer_ctx {
      * (an add keeps neither, relu only its output), so a backward kernel must
      * not read what it leaves out: the op harness fills those with NaN. */
     void (*set_backward_reads)(slim_infer_ctx *c, uint32_t inputs, uint32_t outputs);
+    /* Since ABI 1.3. Output out may be written in the memory of input in: the
+     * forward kernel gives the same result when the two are one buffer (each
+     * element of in is read before that memory is written, and not after).
+     * The memory planner then gives them one buffer when nothing reads the
+     * input later (not a graph input or a marked tensor, not another input
+     * of this node, not a backward step) and the sizes match: the output's
+     * stores then find their lines in cache, and the arena is smaller. The
+     * op harness runs the forward that way too and compares. */
+    void (*set_in_place)(slim_infer_ctx *c, int out, int in);
 };
 
 /* ---- kernels: run time ------------------------------------------------- */

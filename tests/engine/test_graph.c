@@ -3,7 +3,8 @@
  *    that feeds two consumers (accumulation) and a frozen parameter;
  *  - a small convnet trained on a synthetic task until its loss falls under a
  *    threshold, twice: bit-identical weights; and again on 2 threads;
- *  - the memory plan reuses buffers; errors name the node, op and shapes. */
+ *  - the memory plan reuses buffers, and lets a fused conv2d write over its
+ *    residual; errors name the node, op and shapes. */
 #include "../ops/harness.h"
 
 #include <math.h>
@@ -390,12 +391,64 @@ static void backward_reads(void)
     slim_graph_free(g);
 }
 
+/* Inference of x -> a = conv 1x1 -> relu -> conv 1x1 + a, the conv and the
+ * add fused: the conv may write y over its residual a (set_in_place), and the
+ * planner lets it once nothing reads a later. Marked as an output, a keeps a
+ * buffer of its own. Both layouts give the same y, bit for bit. */
+static void in_place(void)
+{
+    enum { N = 2, H = 6, W = 7, C = 32 };
+    const size_t tensor = (size_t)N * H * W * C * sizeof(float);
+    float *ys[2];
+    size_t arena[2];
+    for (int keep = 0; keep < 2; keep++) {
+        slim_graph *g;
+        CHECK(slim_graph_new(reg, &g, &err));
+        slim_tid x;
+        CHECK(slim_graph_input(g, "x", SLIM_F32, &(slim_shape){4, {N, H, W, C}}, &x, &err));
+        slim_tid w1 = param(g, "w1", 4, (int64_t[]){1, 1, C, C}, SLIM_INIT_TRUNCATED_NORMAL, 0.2,
+                            SLIM_PARAM_TRAINABLE);
+        slim_tid w2 = param(g, "w2", 4, (int64_t[]){1, 1, C, C}, SLIM_INIT_TRUNCATED_NORMAL, 0.2,
+                            SLIM_PARAM_TRAINABLE);
+        slim_tid a = add1(g, "conv2d", "a", (slim_tid[]){x, w1}, 2, NULL);
+        slim_tid r = add1(g, "relu", "r", &a, 1, NULL);
+        slim_tid h = add1(g, "conv2d", "b", (slim_tid[]){r, w2}, 2, NULL);
+        slim_tid y = add1(g, "add", "y", (slim_tid[]){h, a}, 2, NULL);
+        CHECK(slim_graph_mark_output(g, y, &err));
+        if (keep)
+            CHECK(slim_graph_mark_output(g, a, &err));
+        CHECK(slim_graph_init_params(g, 5, &err));
+        slim_program *p;
+        CHECK(slim_graph_compile(g, &(slim_compile_opts){.num_threads = 2}, &p, &err));
+        slim_tensor v;
+        CHECK(slim_program_input(p, "x", &v, &err));
+        for (int64_t i = 0; i < slim_shape_numel(&v.shape); i++)
+            ((float *)v.data)[i] = (float)((i * 7919) % 101) / 50.0f - 1.0f;
+        CHECK(slim_program_run(p, &(slim_run_opts){.seed = 1}, &err));
+        CHECK(slim_program_output(p, "y", &v, &err));
+        ys[keep] = malloc(tensor);
+        memcpy(ys[keep], v.data, tensor);
+        slim_program_stats st;
+        slim_program_get_stats(p, &st);
+        arena[keep] = st.arena_bytes;
+        slim_program_free(p);
+        slim_graph_free(g);
+    }
+    harness_ok(memcmp(ys[0], ys[1], tensor) == 0 && arena[1] >= arena[0] + tensor,
+               "a fused conv2d + add writes y over the residual: arena %zu bytes, %zu with the "
+               "residual kept (a tensor is %zu), the same y",
+               arena[0], arena[1], tensor);
+    free(ys[0]);
+    free(ys[1]);
+}
+
 int main(void)
 {
     CHECK(slim_registry_new(&reg, &err));
     errors();
     many_names();
     backward_reads();
+    in_place();
     gradcheck();
     frozen_batch_norm();
 
