@@ -1170,44 +1170,72 @@ static int by_offset(const void *a, const void *b, void *ctx)
     return x - y;
 }
 
-/* Outputs written in the memory of an input (set_in_place): the output's
- * buffer is merged into the input's when the step is the input's last reader
- * and the output's first writer, the sizes match and no other input or
- * output of the step is that buffer. ResNet-50's fused conv3 + add layers on
- * 1 to 3 blocks then store into the residual's lines the step has just read,
- * instead of fetching each output line first. */
+/* How many of step st's views (inputs, outputs, saved, output gradients,
+ * input gradients) are arena buffer buf. */
+static int step_views_of(const slim_program *p, const slim__step *st, int buf)
+{
+    const int first[5] = {st->v_in, st->v_out, st->v_saved, st->v_dout, st->v_din};
+    const int count[5] = {st->n_in, st->n_out, st->n_saved, st->n_out, st->n_in};
+    int n = 0;
+    for (int k = 0; k < 5; k++)
+        for (int i = 0; first[k] >= 0 && i < count[k]; i++)
+            n += p->view_buf[first[k] + i] == buf;
+    return n;
+}
+
+/* Buffer bo (written first by step s) becomes buffer bi (read last by step
+ * s) when the sizes match and step s has no other view of either. */
+static bool merge_in_place(slim_program *p, const slim__step *st, int s, int bi, int bo)
+{
+    if (bi < 0 || bo < 0 || bi == bo)
+        return false;
+    slim__buffer *in = &p->bufs[bi], *out = &p->bufs[bo];
+    if (in->last != s || out->first != s || in->bytes != out->bytes ||
+        step_views_of(p, st, bi) != 1 || step_views_of(p, st, bo) != 1)
+        return false;
+    for (int v = 0; v < p->n_views; v++)
+        if (p->view_buf[v] == bo)
+            p->view_buf[v] = bi;
+    for (int t = 0; t < p->g->n_tensors; t++) {
+        if (p->tbuf[t] == bo)
+            p->tbuf[t] = bi;
+        if (p->gbuf[t] == bo)
+            p->gbuf[t] = bi;
+    }
+    in->last = out->last;
+    out->bytes = 0;
+    out->first = 0, out->last = -1;
+    return true;
+}
+
+/* Outputs written in the memory of an input, and input gradients in that of
+ * an output gradient (set_in_place, set_backward_in_place): the first
+ * candidate whose buffer the step reads last. ResNet-50's fused conv3 + add
+ * layers in inference then store into the residual's lines they have just
+ * read, instead of fetching each output line first; in training the adds
+ * write over a branch and batch norm's dx over dy. */
 static void share_in_place(slim_program *p)
 {
     for (int s = 0; s < p->n_steps; s++) {
         const slim__step *st = &p->steps[s];
-        if (st->kind != SLIM__STEP_FWD || st->node < 0 || st->v_in < 0 || st->v_out < 0)
+        if (st->node < 0 || (st->kind != SLIM__STEP_FWD && st->kind != SLIM__STEP_BWD))
             continue;
         const slim__infer_result *r = &p->infer[st->node];
-        for (int o = 0; o < st->n_out && o < SLIM__MAX_OUTPUTS; o++) {
-            const int i = r->in_place[o];
-            if (i < 0 || i >= st->n_in)
-                continue;
-            const int bi = p->view_buf[st->v_in + i], bo = p->view_buf[st->v_out + o];
-            if (bi < 0 || bo < 0 || bi == bo)
-                continue;
-            slim__buffer *in = &p->bufs[bi], *out = &p->bufs[bo];
-            bool alone = in->last == s && out->first == s && in->bytes == out->bytes;
-            for (int k = 0; alone && k < st->n_in; k++)
-                alone = k == i || p->view_buf[st->v_in + k] != bi;
-            for (int k = 0; alone && k < st->n_out; k++)
-                alone = p->view_buf[st->v_out + k] != bi;
-            if (!alone)
-                continue;
-            for (int v = 0; v < p->n_views; v++)
-                if (p->view_buf[v] == bo)
-                    p->view_buf[v] = bi;
-            for (int t = 0; t < p->g->n_tensors; t++)
-                if (p->tbuf[t] == bo)
-                    p->tbuf[t] = bi;
-            in->last = out->last;
-            out->bytes = 0;
-            out->first = 0, out->last = -1;
+        if (st->kind == SLIM__STEP_FWD) {
+            for (int o = 0; st->v_in >= 0 && st->v_out >= 0 && o < st->n_out; o++)
+                for (int i = 0; o < SLIM__MAX_OUTPUTS && i < st->n_in && i < 32; i++)
+                    if (((r->in_place[o] >> i) & 1u) &&
+                        merge_in_place(p, st, s, p->view_buf[st->v_in + i],
+                                       p->view_buf[st->v_out + o]))
+                        break;
+            continue;
         }
+        for (int i = 0; st->v_din >= 0 && st->v_dout >= 0 && i < st->n_in; i++)
+            for (int o = 0; o < st->n_out && o < 32; o++)
+                if (((r->bwd_in_place[i] >> o) & 1u) &&
+                    merge_in_place(p, st, s, p->view_buf[st->v_dout + o],
+                                   p->view_buf[st->v_din + i]))
+                    break;
     }
 }
 

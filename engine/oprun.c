@@ -74,8 +74,15 @@ static void set_backward_reads(slim_infer_ctx *c, uint32_t inputs, uint32_t outp
 static void set_in_place(slim_infer_ctx *c, int out, int in)
 {
     infer_priv *p = c->priv;
-    if (out >= 0 && out < p->r->n_out && in >= 0 && in < c->n_inputs)
-        p->r->in_place[out] = in;
+    if (out >= 0 && out < p->r->n_out && in >= 0 && in < c->n_inputs && in < 32)
+        p->r->in_place[out] |= 1u << in;
+}
+
+static void set_backward_in_place(slim_infer_ctx *c, int in, int out)
+{
+    infer_priv *p = c->priv;
+    if (out >= 0 && out < p->r->n_out && out < 32 && in >= 0 && in < c->n_inputs)
+        p->r->bwd_in_place[in] |= 1u << out;
 }
 
 static slim_status fail(slim_infer_ctx *c, slim_status code, const char *fmt, ...)
@@ -106,8 +113,6 @@ slim_status slim__node_infer(const slim_op_desc *d, const slim__attr_set *attrs,
     }
     r->n_out = d->n_outputs;
     r->bwd_in = r->bwd_out = ~0u;
-    for (int i = 0; i < SLIM__MAX_OUTPUTS; i++)
-        r->in_place[i] = -1;
     if (d->params_size) {
         r->params = calloc(1, d->params_size);
         if (!r->params)
@@ -127,6 +132,7 @@ slim_status slim__node_infer(const slim_op_desc *d, const slim__attr_set *attrs,
         .fail = fail,
         .set_backward_reads = set_backward_reads,
         .set_in_place = set_in_place,
+        .set_backward_in_place = set_backward_in_place,
     };
     slim__attrs_bind(&c);
     slim_status st = d->infer(&c);

@@ -15,7 +15,10 @@ typedef struct slim__infer_result {
     slim_tensor_desc saved[SLIM__MAX_SAVED];
     size_t ws_bytes;
     uint32_t bwd_in, bwd_out; /* what backward reads (set_backward_reads); all by default */
-    int in_place[SLIM__MAX_OUTPUTS]; /* the input output i may overwrite (set_in_place); -1: none */
+    /* in place (set_in_place, set_backward_in_place): per output, the inputs
+     * (bit i) it may overwrite; per input, the output gradients its gradient
+     * may overwrite */
+    uint32_t in_place[SLIM__MAX_OUTPUTS], bwd_in_place[SLIM_MAX_INPUTS];
     void *params;             /* desc->params_size bytes, malloc'd (NULL when 0) */
 } slim__infer_result;
 

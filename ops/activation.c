@@ -44,6 +44,10 @@ static slim_status infer_unary(slim_infer_ctx *c)
     if (x->dtype != SLIM_F32)
         return c->fail(c, SLIM_ETYPE, "input must be f32 (got %s)", dtype_name(x->dtype));
     c->set_output(c, 0, SLIM_F32, &x->shape);
+    /* elementwise: y may take x's memory, and dx dy's (the planner does so
+     * when nothing reads x, or dy, afterwards: a relu after a conv2d) */
+    c->set_in_place(c, 0, 0);
+    c->set_backward_in_place(c, 0, 0);
     return SLIM_OK;
 }
 

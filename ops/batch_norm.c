@@ -135,6 +135,9 @@ static slim_status bn_infer(slim_infer_ctx *c)
     /* backward reads x and the parameters, and y for the activation's mask
      * (the reference kernel; the fast one recomputes it from x) */
     c->set_backward_reads(c, ~0u, p->act != ACT_NONE ? 1u : 0u);
+    /* dx may take dy's memory: each element of dx is written after its dy
+     * is read for the last time (the sums over dy come first) */
+    c->set_backward_in_place(c, 0, 0);
     if (p->batch_stats && p->rows == 0)
         return c->fail(c, SLIM_ESHAPE, "x %s has no elements to take batch statistics over",
                        slim_shape_str(xs, b1, sizeof b1));

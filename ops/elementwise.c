@@ -346,8 +346,21 @@ static slim_status add_infer(slim_infer_ctx *c)
     /* dx = dy (reduced where broadcast), masked by y's activation */
     c->set_backward_reads(c, 0, p->act != ACT_NONE ? 1u : 0u);
     slim_status st = binary_infer(c, false);
-    if (st || p->act == ACT_NONE)
+    if (st)
         return st;
+    /* y may take the memory of input 0 or 1 at full size (each of their
+     * elements is read for that element of y only; inputs 2.. are added to
+     * y after it is stored), and dx that of dy for every input at full size
+     * (each dx is dy, or dy through the activation computed before it is
+     * stored) */
+    for (int i = 0; i < c->n_inputs; i++)
+        if (p->bc.numel_in[i < 2 ? i : 0] == p->bc.numel) {
+            if (i < 2)
+                c->set_in_place(c, 0, i);
+            c->set_backward_in_place(c, i, 0);
+        }
+    if (p->act == ACT_NONE)
+        return SLIM_OK;
     for (int i = 0; i < c->n_inputs; i++)
         if (p->bc.numel_in[i < 2 ? i : 0] != p->bc.numel) {
             char a[128], b[128];
@@ -435,7 +448,9 @@ static void binary_backward(const slim_kernel_ctx *c)
     if (nd == 2) {
         const float *y = c->out[0].data;
         slim_split(bc->numel, c->ith, c->nth, &lo, &hi);
-        if (p->act == ACT_NONE)
+        if (p->act == ACT_NONE && (d0 == dy || d1 == dy)) /* one of them is dy already */
+            memcpy((d0 == dy ? d1 : d0) + lo, dy + lo, (size_t)(hi - lo) * sizeof(float));
+        else if (p->act == ACT_NONE)
             for (int64_t i = lo; i < hi; i++)
                 d0[i] = d1[i] = dy[i];
         else if (p->act == ACT_RELU)
@@ -480,7 +495,8 @@ static void binary_backward(const slim_kernel_ctx *c)
             memset(dx + lo, 0, (size_t)(hi - lo) * sizeof(float));
         } else if (nx == bc->numel && !other) {
             slim_split(nx, c->ith, c->nth, &lo, &hi);
-            memcpy(dx + lo, dy + lo, (size_t)(hi - lo) * sizeof(float));
+            if (dx != dy) /* else dx is dy's memory (set_backward_in_place) */
+                memcpy(dx + lo, dy + lo, (size_t)(hi - lo) * sizeof(float));
         } else if (nx == bc->numel) {
             /* Not broadcast: x's strides are the output's, so dx = dy * other elementwise. */
             bcast_apply(bc, bc->so, bc->s[1 - k], dy, other, dx, true, c->ith, c->nth);

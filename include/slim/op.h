@@ -28,7 +28,7 @@ extern "C" {
 #define SLIM_ABI_MINOR                                                                             \
     3 /* 1.1: slim_op_desc.slots, n_slots (update ops' slots);                                     \
          1.2: slim_infer_ctx.set_backward_reads;                                                   \
-         1.3: slim_infer_ctx.set_in_place */
+         1.3: slim_infer_ctx.set_in_place, set_backward_in_place */
 
 #if defined(__GNUC__)
 #define SLIM_EXPORT __attribute__((visibility("default")))
@@ -216,15 +216,19 @@ struct slim_infer_ctx {
      * (an add keeps neither, relu only its output), so a backward kernel must
      * not read what it leaves out: the op harness fills those with NaN. */
     void (*set_backward_reads)(slim_infer_ctx *c, uint32_t inputs, uint32_t outputs);
-    /* Since ABI 1.3. Output out may be written in the memory of input in: the
-     * forward kernel gives the same result when the two are one buffer (each
-     * element of in is read before that memory is written, and not after).
-     * The memory planner then gives them one buffer when nothing reads the
-     * input later (not a graph input or a marked tensor, not another input
-     * of this node, not a backward step) and the sizes match: the output's
-     * stores then find their lines in cache, and the arena is smaller. The
-     * op harness runs the forward that way too and compares. */
+    /* Since ABI 1.3. Output out may be written in the memory of input in:
+     * the forward kernel gives the same result when the two are one buffer
+     * (each element of in is read before that memory is written, and not
+     * after). Each call adds a candidate; the memory planner gives the output
+     * the first candidate's buffer that nothing reads later (not a graph
+     * input or a marked tensor, no later step, not another input or output
+     * of this one) and whose size matches: the output's stores then find
+     * their lines in cache, and the arena is smaller. */
     void (*set_in_place)(slim_infer_ctx *c, int out, int in);
+    /* Since ABI 1.3. The same for backward: the gradient of input in may be
+     * written in the memory of the gradient of output out. The op harness
+     * runs both kinds that way too and compares the bits. */
+    void (*set_backward_in_place)(slim_infer_ctx *c, int in, int out);
 };
 
 /* ---- kernels: run time ------------------------------------------------- */

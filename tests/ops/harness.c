@@ -205,6 +205,7 @@ int harness_run(const slim_registry *reg, const harness_case *c)
         slim__oprun *r;
         int nth;
     } runs[2] = {{r1, 1}, {r3, 3}};
+    static const char *const kernel_names[3] = {"1 thread", "3 threads", "reference"};
     for (int k = 0; k < 2; k++) {
         copy_bufs(in, in0, c->n_in);
         slim__oprun_forward(runs[k].r, ptrs, false, seed, step, 0.1f);
@@ -252,31 +253,34 @@ int harness_run(const slim_registry *reg, const harness_case *c)
     }
     /* an output the op may write over an input (set_in_place): the same bits
      * with the two one buffer, as the planner lays them out */
-    for (int j = 0; j < inf->n_out; j++) {
-        const int i = inf->in_place[j];
-        if (i < 0)
-            continue;
-        if (in[i].bytes != ref[j].bytes) {
-            harness_ok(false, "%s: output %d over input %d: %zu bytes against %zu", label, j, i,
-                       ref[j].bytes, in[i].bytes);
-            continue;
+    for (int j = 0; j < inf->n_out; j++)
+        for (int i = 0; i < c->n_in; i++) {
+            if (!((inf->in_place[j] >> i) & 1u))
+                continue;
+            if (in[i].bytes != ref[j].bytes) {
+                harness_ok(false, "%s: output %d over input %d: %zu bytes against %zu", label, j,
+                           i, ref[j].bytes, in[i].bytes);
+                continue;
+            }
+            for (int k = 0; k < 3; k++) {
+                if (k == 2 && !d->forward_ref)
+                    continue;
+                slim__oprun *rk = k == 2 ? r1 : runs[k].r;
+                copy_bufs(in, in0, c->n_in);
+                slim__oprun_forward(rk, ptrs, k == 2, seed, step, 0.1f);
+                slim_tensor t = slim__oprun_output(rk, j);
+                void *apart = malloc(ref[j].bytes + 256);
+                memcpy(apart, t.data, ref[j].bytes);
+                memcpy(t.data, in0[i].data, in[i].bytes);
+                ptrs[i] = t.data;
+                slim__oprun_forward(rk, ptrs, k == 2, seed, step, 0.1f);
+                ptrs[i] = in[i].data;
+                harness_ok(memcmp(apart, t.data, ref[j].bytes) == 0,
+                           "%s: forward %s with output %d over input %d is bit-identical", label,
+                           kernel_names[k], j, i);
+                free(apart);
+            }
         }
-        for (int k = 0; k < 2; k++) {
-            copy_bufs(in, in0, c->n_in);
-            slim__oprun_forward(runs[k].r, ptrs, false, seed, step, 0.1f);
-            slim_tensor t = slim__oprun_output(runs[k].r, j);
-            void *apart = malloc(ref[j].bytes + 256);
-            memcpy(apart, t.data, ref[j].bytes);
-            memcpy(t.data, in0[i].data, in[i].bytes);
-            ptrs[i] = t.data;
-            slim__oprun_forward(runs[k].r, ptrs, false, seed, step, 0.1f);
-            ptrs[i] = in[i].data;
-            harness_ok(memcmp(apart, t.data, ref[j].bytes) == 0,
-                       "%s: forward %d thread%s with output %d over input %d is bit-identical",
-                       label, runs[k].nth, runs[k].nth > 1 ? "s" : "", j, i);
-            free(apart);
-        }
-    }
     if (c->expect) {
         int64_t where;
         slim_tensor t = slim__oprun_output(r1, 0);
@@ -356,6 +360,56 @@ int harness_run(const slim_registry *reg, const harness_case *c)
             for (int i = 0; i < c->n_in; i++)
                 free(din1[i]);
         }
+        /* an input gradient the op may write over an output gradient
+         * (set_backward_in_place): every gradient the same bits with the two
+         * one buffer */
+        for (int i = 0; i < c->n_in; i++)
+            for (int j = 0; j < inf->n_out; j++) {
+                if (!din[i] || !rwf[j] || !((inf->bwd_in_place[i] >> j) & 1u))
+                    continue;
+                if ((size_t)in[i].n != (size_t)ref[j].n) {
+                    harness_ok(false, "%s: gradient of input %d over output %d's: %lld against %lld",
+                               label, i, j, (long long)in[i].n, (long long)ref[j].n);
+                    continue;
+                }
+                for (int k = 0; k < 3; k++) {
+                    if (k == 2 && !d->backward_ref)
+                        continue;
+                    slim__oprun *rk = k == 2 ? r1 : runs[k].r;
+                    float *apart[HARNESS_MAX_IN] = {0}, *over[HARNESS_MAX_IN] = {0};
+                    const float *dout[SLIM__MAX_OUTPUTS];
+                    for (int m = 0; m < c->n_in; m++)
+                        if (din[m]) {
+                            apart[m] = calloc((size_t)in[m].n + 64, sizeof(float));
+                            over[m] = m == i ? NULL : calloc((size_t)in[m].n + 64, sizeof(float));
+                        }
+                    float *shared = malloc((size_t)ref[j].n * sizeof(float) + 256);
+                    memcpy(shared, rwf[j], (size_t)ref[j].n * sizeof(float));
+                    over[i] = shared;
+                    for (int m = 0; m < inf->n_out; m++)
+                        dout[m] = m == j ? shared : rwf[m];
+                    copy_bufs(in, in0, c->n_in);
+                    slim__oprun_forward(rk, ptrs, k == 2, seed, step, 0.1f);
+                    slim__oprun_backward(rk, ptrs, (const float *const *)rwf, apart, k == 2, seed,
+                                         step);
+                    copy_bufs(in, in0, c->n_in);
+                    slim__oprun_forward(rk, ptrs, k == 2, seed, step, 0.1f);
+                    slim__oprun_backward(rk, ptrs, dout, over, k == 2, seed, step);
+                    bool same = true;
+                    for (int m = 0; m < c->n_in; m++)
+                        if (apart[m])
+                            same = same && memcmp(apart[m], over[m],
+                                                  (size_t)in[m].n * sizeof(float)) == 0;
+                    harness_ok(same,
+                               "%s: backward %s with input %d's gradient over output %d's is "
+                               "bit-identical",
+                               label, kernel_names[k], i, j);
+                    for (int m = 0; m < c->n_in; m++) {
+                        free(apart[m]);
+                        free(over[m]);
+                    }
+                }
+            }
         for (int i = 0; !c->no_fd && i < c->n_in; i++) {
             if (!din[i])
                 continue;
