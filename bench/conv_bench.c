@@ -54,6 +54,9 @@ static const layer LAYERS[] = {
     {"ResNet-50 1x1 1024->256 14x14 b16", "", 16, 14, 14, 1024, 1, 1, 256, 1, 1},
     {"ResNet-50 1x1 256->1024 14x14 b16", "", 16, 14, 14, 256, 1, 1, 1024, 1, 1},
     {"ResNet-50 1x1 2048->512 7x7 b16", "", 16, 7, 7, 2048, 1, 1, 512, 1, 1},
+    /* the projection shortcuts of blocks 2 and 3 (TF-Slim strides the block's last unit) */
+    {"ResNet-50 1x1 256->512 28x28 b16", "", 16, 28, 28, 256, 1, 1, 512, 1, 1},
+    {"ResNet-50 1x1 512->1024 14x14 b16", "", 16, 14, 14, 512, 1, 1, 1024, 1, 1},
     /* TF-Slim's LeNet at batch 64 (bench/train_step) */
     {"LeNet conv1 5x5 1->32 28x28 b64", "", 64, 28, 28, 1, 5, 5, 32, 1, 1},
     {"LeNet conv2 5x5 32->64 14x14 b64", "", 64, 14, 14, 32, 5, 5, 64, 1, 1},
