@@ -790,6 +790,18 @@ bool slim__conv_res_in_place(const conv_geom *q)
 #endif
 }
 
+/* The lines of rows [0, rows) of depth n (floats, row stride ld) into the
+ * caches: a pointwise product's next block of A, fetched while the current
+ * block runs through the panels. The rows are the input where it lies, read
+ * from memory once; with N = 64 (4 panels) every block's first panel waited
+ * on them. */
+static inline void prefetch_rows(const float *a, int64_t ld, int64_t rows, int64_t n)
+{
+    for (int64_t i = 0; i < rows; i++)
+        for (int64_t l = 0; l < n; l += 64 / (int64_t)sizeof(float))
+            __builtin_prefetch(a + i * ld + l, 0, 2); /* to L2: L1 keeps the current block */
+}
+
 /* Tiles [t0, t1) of the forward product through im2col (or x itself for 1x1):
  * depth in chunks of at most KCHUNK; within a chunk, blocks of MR2 rows, each
  * through every panel of the filter while its rows of A stay in L1, so C is
@@ -831,6 +843,9 @@ static void conv_rows(const conv_geom *q, const float *in, const float *packed, 
                 const int64_t ob1 = min64(nb, ob0 + gp);
                 for (int64_t i0 = 0; i0 < rn; i0 += MR2) {
                     const int64_t bn = min64(MR2, rn - i0);
+                    if (q->pointwise && ob0 == 0)
+                        prefetch_rows(A + (i0 + MR2) * lda + k0, lda,
+                                      min64(MR2, M - (r0 + i0 + MR2)), k1 - k0);
                     for (int64_t ob = ob0; ob < ob1; ob++) {
                         const float *bp = packed + ((g * nb + ob) * q->K + k0) * NR;
                         const float *bias_ob = bias && k0 == 0 ? bias + g * q->Og + ob * NR : NULL;
