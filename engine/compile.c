@@ -1221,21 +1221,19 @@ static void share_in_place(slim_program *p)
         if (st->node < 0 || (st->kind != SLIM__STEP_FWD && st->kind != SLIM__STEP_BWD))
             continue;
         const slim__infer_result *r = &p->infer[st->node];
-        if (st->kind == SLIM__STEP_FWD) {
-            for (int o = 0; st->v_in >= 0 && st->v_out >= 0 && o < st->n_out; o++)
-                for (int i = 0; o < SLIM__MAX_OUTPUTS && i < st->n_in && i < 32; i++)
-                    if (((r->in_place[o] >> i) & 1u) &&
-                        merge_in_place(p, st, s, p->view_buf[st->v_in + i],
-                                       p->view_buf[st->v_out + o]))
-                        break;
+        const bool fwd = st->kind == SLIM__STEP_FWD;
+        /* forward: output o over input i; backward: input i's gradient over output o's */
+        const int v_over = fwd ? st->v_out : st->v_din, v_under = fwd ? st->v_in : st->v_dout;
+        const int n_over = fwd ? st->n_out : st->n_in, n_under = fwd ? st->n_in : st->n_out;
+        if (v_over < 0 || v_under < 0)
             continue;
-        }
-        for (int i = 0; st->v_din >= 0 && st->v_dout >= 0 && i < st->n_in; i++)
-            for (int o = 0; o < st->n_out && o < 32; o++)
-                if (((r->bwd_in_place[i] >> o) & 1u) &&
-                    merge_in_place(p, st, s, p->view_buf[st->v_dout + o],
-                                   p->view_buf[st->v_din + i]))
+        for (int a = 0; a < n_over; a++) {
+            const uint32_t cand = fwd ? r->in_place[a] : r->bwd_in_place[a];
+            for (int b = 0; b < n_under && b < 32; b++)
+                if (((cand >> b) & 1u) && merge_in_place(p, st, s, p->view_buf[v_under + b],
+                                                         p->view_buf[v_over + a]))
                     break;
+        }
     }
 }
 

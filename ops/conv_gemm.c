@@ -809,8 +809,9 @@ static inline void prefetch_rows(const float *a, int64_t ld, int64_t rows, int64
  * last chunk is done, while it is in L1 (before: a panel's column strip of
  * the whole tile, from L2). MobileNet v1 inference's 1x1 layers on 1 thread:
  * 11% less time; bare 1x1 products (conv_bench, no post step) change within
- * noise. Software prefetch of the next block's A and C lines measured no
- * better (pointwise sum 136.8 vs 138.5 ms, 4 alternating runs). */
+ * noise. A pointwise product prefetches the next block's rows of A into L2
+ * (prefetch_rows); into L1, with its C lines, that measured no better
+ * (pointwise sum 136.8 vs 138.5 ms, 4 alternating runs). */
 static void conv_rows(const conv_geom *q, const float *in, const float *packed, const float *bias,
                       const conv_post *post, float *out, float *col, int64_t t0, int64_t t1)
 {
