@@ -157,6 +157,19 @@ static inline size_t round16(size_t n)
     return (n + 15) & ~(size_t)15;
 }
 
+/* The cache lines of [p, p + bytes) fetched for writing: y's lines, the
+ * next block's or tile's, while the current one is computed. A kernel that
+ * wrote y straight from memory waited on each line of a big output
+ * (ResNet-50's 51 MB ones) and filled the store queue, so its next calls'
+ * stack stores stalled too. always_inline: GCC found a called prefetch loop
+ * free of effects and dropped the call. */
+static inline __attribute__((always_inline)) void prefetch_store(const void *p, size_t bytes)
+{
+    const uintptr_t e = (uintptr_t)p + bytes;
+    for (uintptr_t a = (uintptr_t)p & ~(uintptr_t)63; a < e; a += 64)
+        __builtin_prefetch((const void *)a, 1, 3);
+}
+
 /* Floats of one worker's list of a depthwise output pixel's taps (an x and
  * a w pointer each), then of an output row's filter rows inside the image
  * (an x row and a w row each). */
