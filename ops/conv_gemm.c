@@ -811,11 +811,12 @@ static inline void prefetch_rows(const float *a, int64_t ld, int64_t rows, int64
  * 11% less time; bare 1x1 products (conv_bench, no post step) change within
  * noise. A pointwise product prefetches the next block's rows of A into L2
  * (prefetch_rows); into L1, with its C lines, that measured no better
- * (pointwise sum 136.8 vs 138.5 ms, 4 alternating runs). In the first depth
- * chunk, where C is written the first time, each product fetches the lines
- * of the next one's block for writing (prefetch_store): 1x1 64->256 at
- * 56x56, whose 51 MB output is written once, went 53 -> 71 GFLOP/s on 1
- * thread. */
+ * (pointwise sum 136.8 vs 138.5 ms, 4 alternating runs). Each product
+ * fetches the lines of the next one's block of C for writing
+ * (prefetch_store): 1x1 64->256 at 56x56, whose 51 MB output is written
+ * once, went 53 -> 71 GFLOP/s on 1 thread; in the later depth chunks, whose
+ * products add to C from L2 or L3, 1x1 1024->2048 at 7x7 went 108 -> 131
+ * on 2. */
 static void conv_rows(const conv_geom *q, const float *in, const float *packed, const float *bias,
                       const conv_post *post, float *out, float *col, int64_t t0, int64_t t1)
 {
@@ -855,15 +856,13 @@ static void conv_rows(const conv_geom *q, const float *in, const float *packed, 
                         const float *bp = packed + ((g * nb + ob) * q->K + k0) * NR;
                         const float *bias_ob = bias && k0 == 0 ? bias + g * q->Og + ob * NR : NULL;
                         const int nr = (int)min64(NR, q->Og - ob * NR);
-                        if (k0 == 0) {
-                            /* the next product in this order: the next panel, or the
-                             * group's first panel of the next block */
-                            const bool last = ob + 1 == ob1;
-                            const int64_t ni = last ? i0 + MR2 : i0, no = last ? ob0 : ob + 1;
-                            const size_t bytes = (size_t)min64(NR, q->Og - no * NR) * sizeof(float);
-                            for (int64_t i = ni; i < min64(ni + MR2, rn); i++)
-                                prefetch_store(C + i * ldo + no * NR, bytes);
-                        }
+                        /* the next product in this order: the next panel, or the
+                         * group's first panel of the next block */
+                        const bool last = ob + 1 == ob1;
+                        const int64_t ni = last ? i0 + MR2 : i0, no = last ? ob0 : ob + 1;
+                        const size_t bytes = (size_t)min64(NR, q->Og - no * NR) * sizeof(float);
+                        for (int64_t i = ni; i < min64(ni + MR2, rn); i++)
+                            prefetch_store(C + i * ldo + no * NR, bytes);
                         block_panel(A, lda, i0, bn, k0, k1, bp, nr, bias_ob, C + i0 * ldo + ob * NR,
                                     ldo, finish && ki == nk - 1 ? post : NULL,
                                     g * q->Og + ob * NR);
