@@ -247,7 +247,7 @@ static void chain_forward(const slim_kernel_ctx *c)
                 while (r <= last) {
                     const int64_t slot = r % p->cap, rows = min64(last - r + 1, p->cap - slot);
                     slim__pw_gemm(rows * W, p->C0, C1, x_n + r * W * p->C0, pa, &post_a,
-                                  ring + slot * W * C1);
+                                  ring + slot * W * C1, true);
                     r += rows;
                 }
                 ring_n = n;
@@ -260,7 +260,7 @@ static void chain_forward(const slim_kernel_ctx *c)
                 slim__dw_row(d, xr, wr, nr, NULL, &post_d, dbuf + (oh - oh0) * OW * C1, lists);
             }
             slim__pw_gemm((oh1 - oh0) * OW, C1, C2, dbuf, pb, &post_b,
-                          y + (n * d->OH + oh0) * OW * C2);
+                          y + (n * d->OH + oh0) * OW * C2, false);
         }
     }
 #ifdef __SSE__
