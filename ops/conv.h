@@ -32,7 +32,6 @@ typedef struct conv_geom {
     int64_t T;              /* output rows per im2col tile (a multiple of MR but on small M) */
     bool pointwise;         /* 1x1, stride 1, no padding: in is the A matrix */
     int64_t TB;             /* Winograd: output tiles (4x4, 5x5 filters: 2x2) per block (0: not) */
-    bool band;              /* y is a chained step's band, in the caches (slim__pw_gemm) */
 } conv_geom;
 
 /* Everything the kernels need, filled by infer. */
@@ -84,6 +83,7 @@ typedef struct conv_post {
     const float *out;
     int act;
     bool stream; /* y's full aligned rows stored past the caches (ukr_nn_post); then sfence */
+    bool cached; /* y is a band that stays in the caches (conv_chain's expanded rows) */
 } conv_post;
 
 /* Whether post changes y at all. */
@@ -204,7 +204,7 @@ void slim__conv_gemm_forward(const slim_kernel_ctx *c, const conv_post *post);
 void slim__pw_pack(const slim_kernel_ctx *c, const float *w, int64_t K, int64_t O, float *dst);
 size_t slim__pw_packed_floats(int64_t K, int64_t O);
 void slim__pw_gemm(int64_t M, int64_t K, int64_t O, const float *in, const float *packed,
-                   const conv_post *post, float *out, bool band);
+                   const conv_post *post, float *out);
 void slim__conv_gemm_backward(const slim_kernel_ctx *c);
 
 /* ---- ops/conv_wino.c -------------------------------------------------------- */

@@ -215,7 +215,7 @@ static void chain_forward(const slim_kernel_ctx *c)
 
     const float *x = c->in[0].data, *wd = c->in[p->in_d].data;
     float *y = c->out[0].data;
-    const conv_post post_a = {.scale = scale_a, .shift = shift_a, .act = p->act_a};
+    const conv_post post_a = {.scale = scale_a, .shift = shift_a, .act = p->act_a, .cached = true};
     const conv_post post_d = {.scale = scale_d, .shift = shift_d, .act = p->act_d};
     const conv_post post_b = {.scale = scale_b,
                               .shift = shift_b,
@@ -247,7 +247,7 @@ static void chain_forward(const slim_kernel_ctx *c)
                 while (r <= last) {
                     const int64_t slot = r % p->cap, rows = min64(last - r + 1, p->cap - slot);
                     slim__pw_gemm(rows * W, p->C0, C1, x_n + r * W * p->C0, pa, &post_a,
-                                  ring + slot * W * C1, true);
+                                  ring + slot * W * C1);
                     r += rows;
                 }
                 ring_n = n;
@@ -260,7 +260,7 @@ static void chain_forward(const slim_kernel_ctx *c)
                 slim__dw_row(d, xr, wr, nr, NULL, &post_d, dbuf + (oh - oh0) * OW * C1, lists);
             }
             slim__pw_gemm((oh1 - oh0) * OW, C1, C2, dbuf, pb, &post_b,
-                          y + (n * d->OH + oh0) * OW * C2, false);
+                          y + (n * d->OH + oh0) * OW * C2);
         }
     }
 #ifdef __SSE__

@@ -794,8 +794,8 @@ bool slim__conv_res_in_place(const conv_geom *q)
  * caches: a pointwise product's next block of A, fetched while the current
  * block runs through the panels. The rows are the input where it lies, read
  * from memory once; with N = 64 (4 panels) every block's first panel waited
- * on them. */
-static inline void prefetch_rows(const float *a, int64_t ld, int64_t rows, int64_t n)
+ * on them. always_inline, as prefetch_store (ops/conv.h). */
+static inline __attribute__((always_inline)) void prefetch_rows(const float *a, int64_t ld, int64_t rows, int64_t n)
 {
     for (int64_t i = 0; i < rows; i++)
         for (int64_t l = 0; l < n; l += 64 / (int64_t)sizeof(float))
@@ -822,11 +822,11 @@ static void conv_rows(const conv_geom *q, const float *in, const float *packed, 
 {
     const int64_t M = q->N * q->OH * q->OW, nb = (q->Og + NR - 1) / NR, ldo = q->O;
     const bool finish = post && post_any(post);
-    /* not for a chained step's bands (in the caches already), streamed
-     * stores, nor rows of y under 4 lines apart (a block's stores then run
-     * through memory in order, as the hardware prefetchers follow: with it,
-     * MobileNet v2's 24- and 32-channel layers were 2-7% slower) */
-    const bool pf_c = !q->band && !(post && post->stream) && ldo >= 64;
+    /* not for y in the caches already or stored past them, nor for rows of
+     * y under 4 lines apart (a block's stores then run through memory in
+     * order, as the hardware prefetchers follow: with it, MobileNet v2's 24-
+     * and 32-channel layers were 2-7% slower) */
+    const bool pf_c = !(post && (post->cached || post->stream)) && ldo >= 64;
     if (direct_rows(q)) {
         conv_rows_direct(q, in, packed, bias, post, out, col, t0, t1);
         return;
@@ -924,11 +924,11 @@ void slim__conv_gemm_forward(const slim_kernel_ctx *c, const conv_post *post)
 }
 
 void slim__pw_gemm(int64_t M, int64_t K, int64_t O, const float *in, const float *packed,
-                   const conv_post *post, float *out, bool band)
+                   const conv_post *post, float *out)
 {
     conv_geom q = {.N = 1, .H = 1, .W = M, .C = K, .KH = 1, .KW = 1, .O = O, .OH = 1, .OW = M,
                    .SH = 1, .SW = 1, .DH = 1, .DW = 1, .G = 1, .Cg = K, .Og = O, .K = K,
-                   .T = min64(M, TILE_ROWS), .pointwise = true, .band = band};
+                   .T = min64(M, TILE_ROWS), .pointwise = true};
     if (M > 0)
         conv_rows(&q, in, packed, NULL, post, out, NULL, 0, (M + q.T - 1) / q.T);
 }
