@@ -131,6 +131,13 @@ void slim__conv_post_rows(const conv_post *post, float *y, int64_t ld, int64_t r
 #define WINO_MAX_TB 96
 #define WINO_MIN_CH 16
 #define WINO_DW_MIN_CH 32 /* the filter gradient: 16->16 was slower on 2 threads */
+/* A transformed filter U larger than this is written past the caches
+ * (streaming stores): 36 rows a plane apart per filter row, each line
+ * fetched before it was overwritten and most evicted before the products
+ * read them. ResNet-50's 512->512 at 7x7 (U 37.7 MB), 1 thread: the packing
+ * took 14 of 37 ms; forward 105 -> 131 GFLOP/s, data gradient +13%;
+ * 256->256 at 14x14 (9.4 MB) +8-10%; 128->128 (2.4 MB) no gain. */
+#define WINO_NT_BYTES (8u << 20)
 
 /* The pointwise filter gradient from packed panels (ops/conv_pw.c), for
  * dW of at least PW_MIN_CO floats: blocks of PW_KC rows of x and dY, PW_MC

@@ -166,7 +166,22 @@ size_t slim__wino_ws_floats(const conv_geom *q)
 /* One row (ob, ci) of U for a 3x3 filter: g[9][NR] -> 36 vectors at dst
  * (plane apart). Explicit, as the transform runs over every filter value
  * on every call. */
-static void pack_row3(const float (*g)[NR], float *dst, int64_t plane)
+/* One vector row of U: past the caches when nt (slim__wino_pack). */
+static inline __attribute__((always_inline)) void put_u(float *dst, const float *src, bool nt)
+{
+#ifdef VW
+    if (nt) {
+        for (int j = 0; j < NR; j += VW)
+            vstream(dst + j, vload(src + j));
+        return;
+    }
+#else
+    (void)nt;
+#endif
+    memcpy(dst, src, NR * sizeof(float));
+}
+
+static void pack_row3(const float (*g)[NR], float *dst, int64_t plane, bool nt)
 {
     float t[6][3][NR];
     for (int kw = 0; kw < 3; kw++) /* t (6x3) = G g */
@@ -191,7 +206,7 @@ static void pack_row3(const float (*g)[NR], float *dst, int64_t plane)
             u[5][j] = v2;
         }
         for (int k = 0; k < 6; k++)
-            memcpy(dst + (i * 6 + k) * plane, u[k], sizeof u[k]);
+            put_u(dst + (i * 6 + k) * plane, u[k], nt);
     }
 }
 
@@ -214,7 +229,7 @@ static inline __attribute__((always_inline)) void g5(const float *v0, const floa
 }
 
 /* The same for a 5x5 filter: g[25][NR]. */
-static void pack_row5(const float (*g)[NR], float *dst, int64_t plane)
+static void pack_row5(const float (*g)[NR], float *dst, int64_t plane, bool nt)
 {
     float t[5][6][NR]; /* t[kw] (6) = G g[.][kw] */
     for (int kw = 0; kw < 5; kw++)
@@ -223,7 +238,7 @@ static void pack_row5(const float (*g)[NR], float *dst, int64_t plane)
         float u[6][NR];
         g5(t[0][i], t[1][i], t[2][i], t[3][i], t[4][i], u);
         for (int k = 0; k < 6; k++)
-            memcpy(dst + (i * 6 + k) * plane, u[k], sizeof u[k]);
+            put_u(dst + (i * 6 + k) * plane, u[k], nt);
     }
 }
 
@@ -238,6 +253,7 @@ void slim__wino_pack(const slim_kernel_ctx *c, const conv_geom *q, const float *
 {
     const int64_t C = q->C, O = q->O, nb = (O + NR - 1) / NR, plane = nb * C * NR;
     const int taps = (int)(q->KH * q->KW);
+    const bool nt = slim__wino_shared_floats(q) * sizeof(float) > WINO_NT_BYTES;
     int64_t lo, hi;
     slim_split(nb * C, c->ith, c->nth, &lo, &hi);
     for (int64_t r = lo; r < hi; r++) {
@@ -259,10 +275,12 @@ void slim__wino_pack(const slim_kernel_ctx *c, const conv_geom *q, const float *
         }
         float *dst = U + (ob * C + ci) * NR;
         if (taps == 25)
-            pack_row5((const float(*)[NR])g, dst, plane);
+            pack_row5((const float(*)[NR])g, dst, plane, nt);
         else
-            pack_row3((const float(*)[NR])g, dst, plane);
+            pack_row3((const float(*)[NR])g, dst, plane, nt);
     }
+    if (nt)
+        __builtin_ia32_sfence(); /* the streamed rows land before the threads meet */
     c->sync(c);
 }
 

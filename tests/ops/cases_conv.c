@@ -253,6 +253,25 @@ static const harness_case cases[] = {
      .training = true,
      .fwd_tol = 3e-4,
      .eps = 2e-3},
+    /* a transformed filter over WINO_NT_BYTES (8 MiB), written with streaming
+     * stores, forward and (flipped, 264 -> 256) data gradient; the last panel
+     * ends mid-way */
+    {.name = "wino_nt_c256_o264",
+     .op = "conv2d",
+     .attrs = "padding=SAME; winograd=on",
+     .n_in = 3,
+     .in = {X4(1, 6, 5, 256), X4(3, 3, 256, 264), B1(264)},
+     .training = true,
+     .fwd_tol = 3e-4,
+     .no_fd = true},
+    {.name = "wino5_nt_c256_o264",
+     .op = "conv2d",
+     .attrs = "padding=SAME; winograd=on",
+     .n_in = 2,
+     .in = {X4(1, 5, 6, 256), X4(5, 5, 256, 264)},
+     .training = true,
+     .fwd_tol = 6e-4, /* 6400-term sums: 4.1e-4 with or without the streaming stores */
+     .no_fd = true},
     /* over WINO_MAX_TB (96) tiles: the filter gradient sums the blocks into
      * dU and transforms it at the end (the cases above fit one block, whose
      * rows go through the transform as they are summed); up to 128 x 128
