@@ -163,6 +163,13 @@ size_t slim__wino_ws_floats(const conv_geom *q)
 
 /* ---- the filter: U = G g G^T, packed ---------------------------------------- */
 
+/* U is written past the caches (WINO_NT_BYTES), and the products fetch each
+ * panel of it ahead. */
+static bool u_streamed(const conv_geom *q)
+{
+    return slim__wino_shared_floats(q) * sizeof(float) > WINO_NT_BYTES;
+}
+
 /* One row (ob, ci) of U for a 3x3 filter: g[9][NR] -> 36 vectors at dst
  * (plane apart). Explicit, as the transform runs over every filter value
  * on every call. */
@@ -253,7 +260,7 @@ void slim__wino_pack(const slim_kernel_ctx *c, const conv_geom *q, const float *
 {
     const int64_t C = q->C, O = q->O, nb = (O + NR - 1) / NR, plane = nb * C * NR;
     const int taps = (int)(q->KH * q->KW);
-    const bool nt = slim__wino_shared_floats(q) * sizeof(float) > WINO_NT_BYTES;
+    const bool nt = u_streamed(q);
     int64_t lo, hi;
     slim_split(nb * C, c->ith, c->nth, &lo, &hi);
     for (int64_t r = lo; r < hi; r++) {
@@ -506,6 +513,29 @@ static void output_block(const conv_geom *q, const float *M, const float *bias,
     }
 }
 
+#define LINE_FLOATS 16 /* floats per 64-byte cache line */
+
+/* The panel of U read after point x's depth chunk ci of panel ob, and its
+ * lines (*nlines); NULL after the last. */
+static const float *next_panel(const conv_geom *q, const float *U, int x, int64_t ci, int64_t ob,
+                               int64_t *nlines)
+{
+    const int64_t C = q->C, nb = (q->O + NR - 1) / NR, nch = (C + KCHUNK - 1) / KCHUNK;
+    if (ob + 1 == nb) { /* the first panel of the next chunk, or of the next point */
+        ob = 0;
+        if (++ci == nch) {
+            ci = 0;
+            if (++x == WT)
+                return NULL;
+        }
+    } else {
+        ob++;
+    }
+    const int64_t k0 = C * ci / nch, k1 = C * (ci + 1) / nch;
+    *nlines = (k1 - k0) * NR / LINE_FLOATS;
+    return U + ((x * nb + ob) * C + k0) * NR;
+}
+
 /* Blocks [b0, b1) of q->TB tiles: out = conv(in, w) (+ bias), then post, with
  * U the packed transformed filter (slim__wino_pack) and ws this worker's
  * slim__wino_ws_floats. */
@@ -520,8 +550,10 @@ void slim__wino_run(const conv_geom *q, const float *in, const float *U, const f
     const int64_t vs = v_ps(q, q->TB), ms = m_ps(q, q->TB);
     float *V = ws, *M = ws + round16((size_t)(WT * vs));
     const int64_t nch = (C + KCHUNK - 1) / KCHUNK;
+    const bool pfu = u_streamed(q);
     for (int64_t blk = b0; blk < b1; blk++) {
         const int64_t t0 = blk * q->TB, tn = min64(q->TB, tiles - t0);
+        const int64_t ncall = (tn + rows - 1) / rows; /* micro-kernel calls per panel */
         input_block(q, in, t0, tn, V);
         for (int x = 0; x < WT; x++) {
             const float *Vx = V + x * vs;
@@ -530,8 +562,16 @@ void slim__wino_run(const conv_geom *q, const float *in, const float *U, const f
                 const int64_t k0 = C * ci / nch, k1 = C * (ci + 1) / nch;
                 for (int64_t ob = 0; ob < nb; ob++) {
                     const float *bp = U + ((x * nb + ob) * C + k0) * NR;
+                    /* U from memory: the next panel the products read,
+                     * fetched a share per micro-kernel call (ResNet-50's 3x3
+                     * layers of blocks 3 and 4: 2-8% faster) */
+                    int64_t nlines = 0;
+                    const float *nbp = pfu ? next_panel(q, U, x, ci, ob, &nlines) : NULL;
+                    const int64_t per = (nlines + ncall - 1) / ncall;
                     for (int64_t i0 = 0; i0 < tn; i0 += rows) {
                         int mr = (int)min64(rows, tn - i0);
+                        for (int64_t l = i0 / rows * per; l < min64(nlines, (i0 / rows + 1) * per); l++)
+                            __builtin_prefetch(nbp + l * LINE_FLOATS);
                         const float *a[MR2];
                         for (int i = 0; i < rows; i++)
                             a[i] = Vx + (i0 + (i < mr ? i : 0)) * vl + k0;
