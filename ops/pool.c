@@ -511,6 +511,36 @@ static void avg_pool_backward_ref(const slim_kernel_ctx *c)
             }
 }
 
+/* Channels whose window sums stay in registers, as four 8-float vectors (GCC
+ * vector extensions; a float array of them went through the stack): each
+ * block's sum of the window's taps is stored once, instead of each tap
+ * being added into y (avg_pool's 3x3 stride-1 pools in Inception v3, 2
+ * threads, 3 alternating runs: forward 11.0-12.5 -> 6.1-8.6 ms; backward
+ * 11.6-12.6 -> 7.2-7.7 ms). */
+#define POOL_CB 32
+typedef float pool_v8 __attribute__((vector_size(32), aligned(4)));
+
+/* acc (four vectors, named: an array of them stayed in memory) += p[0..31] * s */
+typedef struct pool_acc {
+    pool_v8 a0, a1, a2, a3;
+} pool_acc;
+
+static inline __attribute__((always_inline)) void pool_add(pool_acc *a, const float *p, float s)
+{
+    a->a0 += *(const pool_v8 *)p * s;
+    a->a1 += *(const pool_v8 *)(p + 8) * s;
+    a->a2 += *(const pool_v8 *)(p + 16) * s;
+    a->a3 += *(const pool_v8 *)(p + 24) * s;
+}
+
+static inline __attribute__((always_inline)) void pool_put(float *p, const pool_acc *a, float s)
+{
+    *(pool_v8 *)p = a->a0 * s;
+    *(pool_v8 *)(p + 8) = a->a1 * s;
+    *(pool_v8 *)(p + 16) = a->a2 * s;
+    *(pool_v8 *)(p + 24) = a->a3 * s;
+}
+
 static void avg_pool_forward(const slim_kernel_ctx *c)
 {
     const pool_params *p = c->params;
@@ -526,15 +556,28 @@ static void avg_pool_forward(const slim_kernel_ctx *c)
             int64_t iw0 = max64(0, ow * p->SW - p->PL);
             int64_t iw1 = min64(p->W, ow * p->SW - p->PL + p->KW);
             float *restrict yp = y + (row * p->OW + ow) * C;
-            memset(yp, 0, (size_t)C * sizeof(float));
-            for (int64_t ih = ih0; ih < ih1; ih++)
-                for (int64_t iw = iw0; iw < iw1; iw++) {
-                    const float *restrict xp = x + ((n * p->H + ih) * p->W + iw) * C;
-                    for (int64_t ch = 0; ch < C; ch++)
+            const float *x0 = x + ((n * p->H + ih0) * p->W + iw0) * C;
+            const int64_t nh = ih1 - ih0, nw = iw1 - iw0, ld = p->W * C;
+            float cnt = avg_count(p, oh, ow), inv = cnt > 0 ? 1.0f / cnt : 0.0f;
+            int64_t c0 = 0;
+            for (; c0 + POOL_CB <= C; c0 += POOL_CB) {
+                pool_acc acc = {{0}, {0}, {0}, {0}};
+                for (int64_t i = 0; i < nh; i++)
+                    for (int64_t j = 0; j < nw; j++)
+                        pool_add(&acc, x0 + i * ld + j * C + c0, 1.0f);
+                pool_put(yp + c0, &acc, inv);
+            }
+            if (c0 == C)
+                continue;
+            /* the last C % POOL_CB channels: each tap added into y */
+            memset(yp + c0, 0, (size_t)(C - c0) * sizeof(float));
+            for (int64_t i = 0; i < nh; i++)
+                for (int64_t j = 0; j < nw; j++) {
+                    const float *restrict xp = x0 + i * ld + j * C;
+                    for (int64_t ch = c0; ch < C; ch++)
                         yp[ch] += xp[ch];
                 }
-            float cnt = avg_count(p, oh, ow), inv = cnt > 0 ? 1.0f / cnt : 0.0f;
-            for (int64_t ch = 0; ch < C; ch++)
+            for (int64_t ch = c0; ch < C; ch++)
                 yp[ch] *= inv;
         }
     }
@@ -554,9 +597,10 @@ static void avg_pool_backward(const slim_kernel_ctx *c)
     slim_split(p->N * p->H, c->ith, c->nth, &lo, &hi);
     for (int64_t row = lo; row < hi; row++) {
         int64_t n = row / p->H, ih = row % p->H;
-        memset(dx + row * p->W * C, 0, (size_t)(p->W * C) * sizeof(float));
-        if (!dy)
+        if (!dy) {
+            memset(dx + row * p->W * C, 0, (size_t)(p->W * C) * sizeof(float));
             continue;
+        }
         /* windows oh with oh*SH - PT <= ih < oh*SH - PT + KH */
         int64_t t = ih + p->PT - p->KH + 1;
         int64_t oh0 = t <= 0 ? 0 : (t + p->SH - 1) / p->SH;
@@ -566,12 +610,35 @@ static void avg_pool_backward(const slim_kernel_ctx *c)
             int64_t ow0 = u <= 0 ? 0 : (u + p->SW - 1) / p->SW;
             int64_t ow1 = min64(p->OW, (iw + p->PL) / p->SW + 1);
             float *restrict dxp = dx + (row * p->W + iw) * C;
-            for (int64_t oh = oh0; oh < oh1; oh++)
+            float inv[64]; /* the windows' 1/count, (oh, ow) in order; at most 64 windows cover a pixel */
+            int nwin = 0;
+            bool fits = (oh1 - oh0) * (ow1 - ow0) <= 64;
+            for (int64_t oh = oh0; fits && oh < oh1; oh++)
                 for (int64_t ow = ow0; ow < ow1; ow++) {
-                    float cnt = avg_count(p, oh, ow), inv = cnt > 0 ? 1.0f / cnt : 0.0f;
+                    float cnt = avg_count(p, oh, ow);
+                    inv[nwin++] = cnt > 0 ? 1.0f / cnt : 0.0f;
+                }
+            int64_t c0 = 0;
+            for (; fits && c0 + POOL_CB <= C; c0 += POOL_CB) {
+                pool_acc acc = {{0}, {0}, {0}, {0}};
+                int w = 0;
+                for (int64_t oh = oh0; oh < oh1; oh++)
+                    for (int64_t ow = ow0; ow < ow1; ow++, w++)
+                        pool_add(&acc, dy + ((n * p->OH + oh) * p->OW + ow) * C + c0, inv[w]);
+                pool_put(dxp + c0, &acc, 1.0f);
+            }
+            if (c0 == C)
+                continue;
+            /* the other channels (all, past 64 windows): each window added into dx */
+            memset(dxp + c0, 0, (size_t)(C - c0) * sizeof(float));
+            int w = 0;
+            for (int64_t oh = oh0; oh < oh1; oh++)
+                for (int64_t ow = ow0; ow < ow1; ow++, w++) {
+                    float cnt = fits ? 0.0f : avg_count(p, oh, ow);
+                    float iv = fits ? inv[w] : cnt > 0 ? 1.0f / cnt : 0.0f;
                     const float *restrict dyp = dy + ((n * p->OH + oh) * p->OW + ow) * C;
-                    for (int64_t ch = 0; ch < C; ch++)
-                        dxp[ch] += dyp[ch] * inv;
+                    for (int64_t ch = c0; ch < C; ch++)
+                        dxp[ch] += dyp[ch] * iv;
                 }
         }
     }

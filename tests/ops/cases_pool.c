@@ -236,6 +236,18 @@ static const harness_case cases[] = {
      .attrs = "ksize=[3, 3]; padding=SAME",
      .n_in = 1,
      .in = {X4(1, 5, 6, 40)}},
+    /* two register blocks of channels and a tail (POOL_CB = 32) */
+    {.name = "same_k3s1_c72",
+     .op = "avg_pool",
+     .attrs = "ksize=[3, 3]; padding=SAME",
+     .n_in = 1,
+     .in = {X4(2, 5, 4, 72)}},
+    /* more than 64 windows cover a pixel: the backward's plain loop */
+    {.name = "same_k9s1_c40",
+     .op = "avg_pool",
+     .attrs = "ksize=[9, 9]; padding=SAME; count_include_pad=true",
+     .n_in = 1,
+     .in = {X4(1, 10, 9, 40)}},
     {.name = "explicit",
      .op = "avg_pool",
      .attrs = "ksize=[3, 2]; strides=[2, 1]; padding=EXPLICIT; pads=[1, 2, 0, 1]",
