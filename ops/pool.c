@@ -38,8 +38,45 @@ typedef struct pool_params {
     bool include_pad;
 } pool_params;
 
-/* Channels per max_pool backward argmax: enough to vectorize, few enough for registers. */
+/* Channels per block of the vector paths (max_pool's backward argmax,
+ * avg_pool): enough to vectorize, few enough for registers. */
 #define POOL_CBLK 32
+
+/* Eight floats (GCC's generic vectors: any target), loaded and stored with
+ * memcpy (unaligned). A block of POOL_CBLK channels is four of them, named:
+ * an array of them stayed in memory. */
+typedef float pool_vf __attribute__((vector_size(32)));
+typedef int32_t pool_vi __attribute__((vector_size(32)));
+typedef struct pool_blk {
+    pool_vf v0, v1, v2, v3;
+} pool_blk;
+
+static inline __attribute__((always_inline)) pool_vf vf_load(const float *p)
+{
+    pool_vf v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+
+/* p[0..31] = b * s */
+static inline __attribute__((always_inline)) void blk_store(float *p, pool_blk b, float s)
+{
+    b.v0 *= s, b.v1 *= s, b.v2 *= s, b.v3 *= s;
+    memcpy(p, &b.v0, sizeof b.v0);
+    memcpy(p + 8, &b.v1, sizeof b.v1);
+    memcpy(p + 16, &b.v2, sizeof b.v2);
+    memcpy(p + 24, &b.v3, sizeof b.v3);
+}
+
+/* b += p[0..31] * s */
+static inline __attribute__((always_inline)) void blk_add(pool_blk *b, const float *p, float s)
+{
+    b->v0 += vf_load(p) * s;
+    b->v1 += vf_load(p + 8) * s;
+    b->v2 += vf_load(p + 16) * s;
+    b->v3 += vf_load(p + 24) * s;
+}
+
 /* dx rows per max_pool backward unit: a band of ResNet-50's pool1 (112 x 64
  * channels) is 229 KB, in L2 from its zeroing to its last add. */
 #define POOL_BAND 8
@@ -306,9 +343,6 @@ static inline void argmax_tap(float *best, int32_t *arg, const float *xp, int32_
  * registers (GCC's generic vectors: any target). Written as the loop above,
  * GCC stores best and arg under a mask (vmaskmovps), which Zen3 runs
  * slowly: a quarter of ResNet-50's pool1 backward sat on it. */
-typedef float pool_vf __attribute__((vector_size(32)));
-typedef int32_t pool_vi __attribute__((vector_size(32)));
-
 static void argmax_block(float *best, int32_t *arg, const float *xw, int64_t nh, int64_t nw,
                          int32_t rs, int32_t cs)
 {
@@ -511,36 +545,10 @@ static void avg_pool_backward_ref(const slim_kernel_ctx *c)
             }
 }
 
-/* Channels whose window sums stay in registers, as four 8-float vectors (GCC
- * vector extensions; a float array of them went through the stack): each
- * block's sum of the window's taps is stored once, instead of each tap
- * being added into y (avg_pool's 3x3 stride-1 pools in Inception v3, 2
- * threads, 3 alternating runs: forward 11.0-12.5 -> 6.1-8.6 ms; backward
- * 11.6-12.6 -> 7.2-7.7 ms). */
-#define POOL_CB 32
-typedef float pool_v8 __attribute__((vector_size(32), aligned(4)));
-
-/* acc (four vectors, named: an array of them stayed in memory) += p[0..31] * s */
-typedef struct pool_acc {
-    pool_v8 a0, a1, a2, a3;
-} pool_acc;
-
-static inline __attribute__((always_inline)) void pool_add(pool_acc *a, const float *p, float s)
-{
-    a->a0 += *(const pool_v8 *)p * s;
-    a->a1 += *(const pool_v8 *)(p + 8) * s;
-    a->a2 += *(const pool_v8 *)(p + 16) * s;
-    a->a3 += *(const pool_v8 *)(p + 24) * s;
-}
-
-static inline __attribute__((always_inline)) void pool_put(float *p, const pool_acc *a, float s)
-{
-    *(pool_v8 *)p = a->a0 * s;
-    *(pool_v8 *)(p + 8) = a->a1 * s;
-    *(pool_v8 *)(p + 16) = a->a2 * s;
-    *(pool_v8 *)(p + 24) = a->a3 * s;
-}
-
+/* avg_pool: each block of POOL_CBLK channels sums its window in registers
+ * and is stored once, instead of each tap being added into y (Inception v3's
+ * 3x3 stride-1 pools, 2 threads, 3 alternating runs: forward 11.0-12.5 ->
+ * 6.1-8.6 ms; backward 11.6-12.6 -> 7.2-7.7 ms). */
 static void avg_pool_forward(const slim_kernel_ctx *c)
 {
     const pool_params *p = c->params;
@@ -560,16 +568,16 @@ static void avg_pool_forward(const slim_kernel_ctx *c)
             const int64_t nh = ih1 - ih0, nw = iw1 - iw0, ld = p->W * C;
             float cnt = avg_count(p, oh, ow), inv = cnt > 0 ? 1.0f / cnt : 0.0f;
             int64_t c0 = 0;
-            for (; c0 + POOL_CB <= C; c0 += POOL_CB) {
-                pool_acc acc = {{0}, {0}, {0}, {0}};
+            for (; c0 + POOL_CBLK <= C; c0 += POOL_CBLK) {
+                pool_blk acc = {{0}, {0}, {0}, {0}};
                 for (int64_t i = 0; i < nh; i++)
                     for (int64_t j = 0; j < nw; j++)
-                        pool_add(&acc, x0 + i * ld + j * C + c0, 1.0f);
-                pool_put(yp + c0, &acc, inv);
+                        blk_add(&acc, x0 + i * ld + j * C + c0, 1.0f);
+                blk_store(yp + c0, acc, inv);
             }
             if (c0 == C)
                 continue;
-            /* the last C % POOL_CB channels: each tap added into y */
+            /* the last C % POOL_CBLK channels: each tap added into y */
             memset(yp + c0, 0, (size_t)(C - c0) * sizeof(float));
             for (int64_t i = 0; i < nh; i++)
                 for (int64_t j = 0; j < nw; j++) {
@@ -610,7 +618,8 @@ static void avg_pool_backward(const slim_kernel_ctx *c)
             int64_t ow0 = u <= 0 ? 0 : (u + p->SW - 1) / p->SW;
             int64_t ow1 = min64(p->OW, (iw + p->PL) / p->SW + 1);
             float *restrict dxp = dx + (row * p->W + iw) * C;
-            float inv[64]; /* the windows' 1/count, (oh, ow) in order; at most 64 windows cover a pixel */
+            /* the windows' 1/count, (oh, ow) in order, when at most 64 cover the pixel */
+            float inv[64];
             int nwin = 0;
             bool fits = (oh1 - oh0) * (ow1 - ow0) <= 64;
             for (int64_t oh = oh0; fits && oh < oh1; oh++)
@@ -619,13 +628,13 @@ static void avg_pool_backward(const slim_kernel_ctx *c)
                     inv[nwin++] = cnt > 0 ? 1.0f / cnt : 0.0f;
                 }
             int64_t c0 = 0;
-            for (; fits && c0 + POOL_CB <= C; c0 += POOL_CB) {
-                pool_acc acc = {{0}, {0}, {0}, {0}};
+            for (; fits && c0 + POOL_CBLK <= C; c0 += POOL_CBLK) {
+                pool_blk acc = {{0}, {0}, {0}, {0}};
                 int w = 0;
                 for (int64_t oh = oh0; oh < oh1; oh++)
                     for (int64_t ow = ow0; ow < ow1; ow++, w++)
-                        pool_add(&acc, dy + ((n * p->OH + oh) * p->OW + ow) * C + c0, inv[w]);
-                pool_put(dxp + c0, &acc, 1.0f);
+                        blk_add(&acc, dy + ((n * p->OH + oh) * p->OW + ow) * C + c0, inv[w]);
+                blk_store(dxp + c0, acc, 1.0f);
             }
             if (c0 == C)
                 continue;

@@ -127,6 +127,12 @@ static const harness_case cases[] = {
      .attrs = "ksize=[3, 3]; dilations=[2, 1]; strides=[2, 2]; padding=SAME",
      .n_in = 1,
      .in = {X4(2, 7, 7, 2)}},
+    /* the forward's register blocks (32 channels) with dilation, padding and a tail */
+    {.name = "dilation_same_c40",
+     .op = "max_pool",
+     .attrs = "ksize=[3, 3]; dilations=[2, 2]; padding=SAME",
+     .n_in = 1,
+     .in = {X4(1, 7, 6, 40)}},
     {.name = "k1s2_subsample",
      .op = "max_pool",
      .attrs = "ksize=[1, 1]; strides=[2, 2]",
