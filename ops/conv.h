@@ -32,6 +32,7 @@ typedef struct conv_geom {
     int64_t T;              /* output rows per im2col tile (a multiple of MR but on small M) */
     bool pointwise;         /* 1x1, stride 1, no padding: in is the A matrix */
     int64_t TB;             /* Winograd: output tiles (4x4, 5x5 filters: 2x2) per block (0: not) */
+    bool wcoop;             /* Winograd: all threads on each block (slim__wino_run_coop) */
 } conv_geom;
 
 /* Everything the kernels need, filled by infer. */
@@ -220,6 +221,8 @@ void slim__conv_gemm_backward(const slim_kernel_ctx *c);
 bool slim__wino_shape(const conv_geom *q);
 /* Tiles per block for nth threads (q->TB). */
 int64_t slim__wino_block(const conv_geom *q, int nth);
+/* Whether nth threads take each block together (q->wcoop; q->TB then for 1 thread). */
+bool slim__wino_coop(const conv_geom *q, int nth);
 /* Blocks of q->TB tiles. */
 int64_t slim__wino_blocks(const conv_geom *q);
 /* Floats of the packed transformed filter (shared) and of one worker's V and M. */
@@ -233,6 +236,11 @@ void slim__wino_pack(const slim_kernel_ctx *c, const conv_geom *q, const float *
  * slim__wino_ws_floats floats. */
 void slim__wino_run(const conv_geom *q, const float *in, const float *U, const float *bias,
                     const conv_post *post, float *out, float *ws, int64_t b0, int64_t b1);
+/* All threads, q->wcoop: every block of q->TB tiles, the threads sharing
+ * each one; ws (slim__wino_ws_floats) is theirs together. */
+void slim__wino_run_coop(const slim_kernel_ctx *c, const conv_geom *q, const float *in,
+                         const float *U, const float *bias, const conv_post *post, float *out,
+                         float *ws);
 /* The backward-filter: floats of its shared buffers (the summed products dU,
  * the transformed blocks) and of each thread's own, and all threads computing
  * dw (3,3,C,O) of q from x and dy (overwritten). dU is first written after

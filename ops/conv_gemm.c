@@ -126,8 +126,10 @@ size_t slim__conv_shared_floats(const conv_params *p, bool backward)
     const conv_geom *wq = backward ? &p->t : &p->f; /* the forward-shaped product */
     int64_t depth, panels;
     pack_dims(p, backward ? bwd_pack_mode(p) : PACK_W, &depth, &panels);
-    size_t packed =
-        wq->TB ? slim__wino_shared_floats(wq) : round16((size_t)(p->f.G * panels * depth * NR));
+    /* cooperative Winograd blocks: the threads' V and M after U */
+    size_t packed = wq->TB ? slim__wino_shared_floats(wq) +
+                                 (wq->wcoop ? slim__wino_ws_floats(wq) : 0)
+                           : round16((size_t)(p->f.G * panels * depth * NR));
     if (!backward || !p->wino_dw || p->wdw_split)
         return packed;
     /* the packed filter serves dx alone: the Winograd dW's dU lies over it
@@ -150,7 +152,7 @@ static bwd_slice bwd_layout(const conv_params *p, int64_t nw)
         col = seg_band_floats(f);
     if (p->dx_gather && !t->pointwise && rows_tile_floats(t) > col)
         col = rows_tile_floats(t); /* dx and dW phases take turns */
-    if (t->TB && slim__wino_ws_floats(t) > col)
+    if (t->TB && !t->wcoop && slim__wino_ws_floats(t) > col)
         col = slim__wino_ws_floats(t);
     if (p->wino_dw && slim__wino_u_floats() > col)
         col = slim__wino_u_floats(); /* after dx: the Winograd dW's rows */
@@ -182,7 +184,7 @@ size_t slim__conv_ws_floats(const conv_params *p, int64_t nw, bool backward)
         return backward ? round16((size_t)(f->KH * f->KW * f->C)) + round16((size_t)f->O)
                         : dw_list_floats(f);
     if (!backward && f->TB)
-        return slim__wino_ws_floats(f);
+        return f->wcoop ? 0 : slim__wino_ws_floats(f);
     if (!backward)
         return p->kind == CONV_GEMM ? rows_tile_floats(f) : 0;
     return bwd_layout(p, nw).total;
@@ -902,6 +904,11 @@ void slim__conv_gemm_forward(const slim_kernel_ctx *c, const conv_post *post)
                   (size_t)c->ith * slim__conv_ws_floats(p, nw, false);
     if (f->TB) {
         slim__wino_pack(c, f, c->in[1].data, false, packed);
+        if (f->wcoop) {
+            slim__wino_run_coop(c, f, c->in[0].data, packed, slim__conv_bias(c), post,
+                                c->out[0].data, packed + slim__wino_shared_floats(f));
+            return;
+        }
         if (c->ith >= nw)
             return;
         const int64_t nb = slim__wino_blocks(f);
@@ -1230,7 +1237,11 @@ void slim__conv_gemm_backward(const slim_kernel_ctx *c)
         memset(j.dbp, 0, (size_t)f->O * sizeof(float));
 
     int64_t lo, hi;
-    if (dx && p->dx_gather && worker) {
+    if (dx && p->dx_gather && p->t.wcoop) {
+        /* all threads on each block, in the shared workspace after U */
+        slim__wino_run_coop(c, &p->t, j.dy, packed, NULL, NULL, dx,
+                            packed + slim__wino_shared_floats(&p->t));
+    } else if (dx && p->dx_gather && worker) {
         /* dx = conv(dy, flip(w)^T): each worker writes its own dx rows */
         const conv_geom *t = &p->t;
         const int64_t n = t->TB ? slim__wino_blocks(t)

@@ -536,55 +536,98 @@ static const float *next_panel(const conv_geom *q, const float *U, int x, int64_
     return U + ((x * nb + ob) * C + k0) * NR;
 }
 
+/* M = V U for points [x0, x1) of a block of tn tiles (V and M planes of
+ * q->TB rows). */
+static void block_products(const conv_geom *q, const float *V, const float *U, float *M, int64_t tn,
+                           int x0, int x1)
+{
+    const int64_t C = q->C, nb = (q->O + NR - 1) / NR;
+    const int64_t vl = v_ld(q), ml = m_ld(q);
+    const int rows = block_rows(q);
+    const bool narrow = rows == MR2;
+    const int nr = narrow ? NARROW_NR : NR; /* NARROW_NR = WCH */
+    const int64_t vs = v_ps(q, q->TB), ms = m_ps(q, q->TB);
+    const int64_t nch = (C + KCHUNK - 1) / KCHUNK;
+    const bool pfu = u_streamed(q);
+    const int64_t ncall = (tn + rows - 1) / rows; /* micro-kernel calls per panel */
+    for (int x = x0; x < x1; x++) {
+        const float *Vx = V + x * vs;
+        float *Mx = M + x * ms;
+        for (int64_t ci = 0; ci < nch; ci++) {
+            const int64_t k0 = C * ci / nch, k1 = C * (ci + 1) / nch;
+            for (int64_t ob = 0; ob < nb; ob++) {
+                const float *bp = U + ((x * nb + ob) * C + k0) * NR;
+                /* U from memory: the next panel the products read, fetched
+                 * a share per micro-kernel call (ResNet-50's 3x3 layers of
+                 * blocks 3 and 4: 2-8% faster) */
+                int64_t nlines = 0;
+                const float *nbp = pfu ? next_panel(q, U, x, ci, ob, &nlines) : NULL;
+                const int64_t per = (nlines + ncall - 1) / ncall;
+                for (int64_t i0 = 0; i0 < tn; i0 += rows) {
+                    int mr = (int)min64(rows, tn - i0);
+                    for (int64_t l = i0 / rows * per; l < min64(nlines, (i0 / rows + 1) * per);
+                         l++)
+                        __builtin_prefetch(nbp + l * LINE_FLOATS);
+                    const float *a[MR2];
+                    for (int i = 0; i < rows; i++)
+                        a[i] = Vx + (i0 + (i < mr ? i : 0)) * vl + k0;
+                    /* nr covers the panel's zero columns: M is defined up
+                     * to its leading dimension */
+                    (narrow ? ukr_nn_narrow : ukr_nn)(k1 - k0, a, bp, Mx + i0 * ml + ob * NR, ml,
+                                                      mr, nr, NULL, ci > 0);
+                }
+            }
+        }
+    }
+}
+
 /* Blocks [b0, b1) of q->TB tiles: out = conv(in, w) (+ bias), then post, with
  * U the packed transformed filter (slim__wino_pack) and ws this worker's
  * slim__wino_ws_floats. */
 void slim__wino_run(const conv_geom *q, const float *in, const float *U, const float *bias,
                     const conv_post *post, float *out, float *ws, int64_t b0, int64_t b1)
 {
-    const int64_t tiles = n_tiles(q), C = q->C, nb = (q->O + NR - 1) / NR;
-    const int64_t vl = v_ld(q), ml = m_ld(q);
-    const int rows = block_rows(q);
-    const bool narrow = rows == MR2;
-    const int nr = narrow ? NARROW_NR : NR; /* NARROW_NR = WCH */
-    const int64_t vs = v_ps(q, q->TB), ms = m_ps(q, q->TB);
-    float *V = ws, *M = ws + round16((size_t)(WT * vs));
-    const int64_t nch = (C + KCHUNK - 1) / KCHUNK;
-    const bool pfu = u_streamed(q);
+    const int64_t tiles = n_tiles(q);
+    float *V = ws, *M = ws + round16((size_t)(WT * v_ps(q, q->TB)));
     for (int64_t blk = b0; blk < b1; blk++) {
         const int64_t t0 = blk * q->TB, tn = min64(q->TB, tiles - t0);
-        const int64_t ncall = (tn + rows - 1) / rows; /* micro-kernel calls per panel */
         input_block(q, in, t0, tn, V);
-        for (int x = 0; x < WT; x++) {
-            const float *Vx = V + x * vs;
-            float *Mx = M + x * ms;
-            for (int64_t ci = 0; ci < nch; ci++) {
-                const int64_t k0 = C * ci / nch, k1 = C * (ci + 1) / nch;
-                for (int64_t ob = 0; ob < nb; ob++) {
-                    const float *bp = U + ((x * nb + ob) * C + k0) * NR;
-                    /* U from memory: the next panel the products read,
-                     * fetched a share per micro-kernel call (ResNet-50's 3x3
-                     * layers of blocks 3 and 4: 2-8% faster) */
-                    int64_t nlines = 0;
-                    const float *nbp = pfu ? next_panel(q, U, x, ci, ob, &nlines) : NULL;
-                    const int64_t per = (nlines + ncall - 1) / ncall;
-                    for (int64_t i0 = 0; i0 < tn; i0 += rows) {
-                        int mr = (int)min64(rows, tn - i0);
-                        for (int64_t l = i0 / rows * per; l < min64(nlines, (i0 / rows + 1) * per);
-                             l++)
-                            __builtin_prefetch(nbp + l * LINE_FLOATS);
-                        const float *a[MR2];
-                        for (int i = 0; i < rows; i++)
-                            a[i] = Vx + (i0 + (i < mr ? i : 0)) * vl + k0;
-                        /* nr covers the panel's zero columns: M is defined
-                         * up to its leading dimension */
-                        (narrow ? ukr_nn_narrow : ukr_nn)(k1 - k0, a, bp, Mx + i0 * ml + ob * NR,
-                                                          ml, mr, nr, NULL, ci > 0);
-                    }
-                }
-            }
-        }
+        block_products(q, V, U, M, tn, 0, WT);
         output_block(q, M, bias, post, t0, tn, out);
+    }
+}
+
+/* A layer of few tiles and a large U (ResNet-50's 512->512 at 7x7: 64 tiles
+ * at batch 16) in blocks per thread had every thread stream all of U from
+ * memory for its block; in shared blocks the threads split the 36 points,
+ * and U is read once a block. */
+bool slim__wino_coop(const conv_geom *q, int nth)
+{
+    return nth > 1 && u_streamed(q) && n_tiles(q) <= (int64_t)nth * WINO_MAX_TB;
+}
+
+/* The threads transform a share of the block's tiles into V, meet, run a
+ * share of the points' products, meet, and write a share of the tiles'
+ * outputs. The next block's V is written after the second meeting (no one
+ * reads V any more), its M after the first of that block (everyone has
+ * written this block's outputs). */
+void slim__wino_run_coop(const slim_kernel_ctx *c, const conv_geom *q, const float *in,
+                         const float *U, const float *bias, const conv_post *post, float *out,
+                         float *ws)
+{
+    const int64_t tiles = n_tiles(q), nblk = slim__wino_blocks(q);
+    float *V = ws, *M = ws + round16((size_t)(WT * v_ps(q, q->TB)));
+    int64_t x0, x1;
+    slim_split(WT, c->ith, c->nth, &x0, &x1);
+    for (int64_t blk = 0; blk < nblk; blk++) {
+        const int64_t t0 = blk * q->TB, tn = min64(q->TB, tiles - t0);
+        int64_t lo, hi;
+        slim_split(tn, c->ith, c->nth, &lo, &hi);
+        input_block(q, in, t0 + lo, hi - lo, V + lo * v_ld(q));
+        c->sync(c);
+        block_products(q, V, U, M, tn, (int)x0, (int)x1);
+        c->sync(c);
+        output_block(q, M + lo * m_ld(q), bias, post, t0 + lo, hi - lo, out);
     }
 }
 

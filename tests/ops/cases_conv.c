@@ -264,6 +264,16 @@ static const harness_case cases[] = {
      .training = true,
      .fwd_tol = 3e-4,
      .no_fd = true},
+    /* ... in two blocks of tiles, which the threads take together (100
+     * tiles; slim__wino_coop) */
+    {.name = "wino_coop_blocks_c256_o264",
+     .op = "conv2d",
+     .attrs = "padding=SAME; winograd=on",
+     .n_in = 2,
+     .in = {X4(1, 40, 40, 256), X4(3, 3, 256, 264)},
+     .training = true,
+     .fwd_tol = 1e-3, /* 5.8e-4 on 1 thread (blocks per thread) and 3 alike */
+     .no_fd = true},
     {.name = "wino5_nt_c256_o264",
      .op = "conv2d",
      .attrs = "padding=SAME; winograd=on",
