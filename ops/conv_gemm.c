@@ -127,9 +127,9 @@ size_t slim__conv_shared_floats(const conv_params *p, bool backward)
     int64_t depth, panels;
     pack_dims(p, backward ? bwd_pack_mode(p) : PACK_W, &depth, &panels);
     /* cooperative Winograd blocks: the threads' V and M after U */
-    size_t packed = wq->TB ? slim__wino_shared_floats(wq) +
-                                 (wq->wcoop ? slim__wino_ws_floats(wq) : 0)
-                           : round16((size_t)(p->f.G * panels * depth * NR));
+    size_t packed = wq->TB
+                        ? slim__wino_shared_floats(wq) + (wq->wcoop ? slim__wino_ws_floats(wq) : 0)
+                        : round16((size_t)(p->f.G * panels * depth * NR));
     if (!backward || !p->wino_dw || p->wdw_split)
         return packed;
     /* the packed filter serves dx alone: the Winograd dW's dU lies over it

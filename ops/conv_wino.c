@@ -565,8 +565,7 @@ static void block_products(const conv_geom *q, const float *V, const float *U, f
                 const int64_t per = (nlines + ncall - 1) / ncall;
                 for (int64_t i0 = 0; i0 < tn; i0 += rows) {
                     int mr = (int)min64(rows, tn - i0);
-                    for (int64_t l = i0 / rows * per; l < min64(nlines, (i0 / rows + 1) * per);
-                         l++)
+                    for (int64_t l = i0 / rows * per; l < min64(nlines, (i0 / rows + 1) * per); l++)
                         __builtin_prefetch(nbp + l * LINE_FLOATS);
                     const float *a[MR2];
                     for (int i = 0; i < rows; i++)
