@@ -170,9 +170,6 @@ static bool u_streamed(const conv_geom *q)
     return slim__wino_shared_floats(q) * sizeof(float) > WINO_NT_BYTES;
 }
 
-/* One row (ob, ci) of U for a 3x3 filter: g[9][NR] -> 36 vectors at dst
- * (plane apart). Explicit, as the transform runs over every filter value
- * on every call. */
 /* One vector row of U: past the caches when nt (slim__wino_pack). */
 static inline __attribute__((always_inline)) void put_u(float *dst, const float *src, bool nt)
 {
@@ -188,6 +185,9 @@ static inline __attribute__((always_inline)) void put_u(float *dst, const float 
     memcpy(dst, src, NR * sizeof(float));
 }
 
+/* One row (ob, ci) of U for a 3x3 filter: g[9][NR] -> 36 vectors at dst
+ * (plane apart). Explicit, as the transform runs over every filter value
+ * on every call. */
 static void pack_row3(const float (*g)[NR], float *dst, int64_t plane, bool nt)
 {
     float t[6][3][NR];
@@ -560,13 +560,16 @@ static void block_products(const conv_geom *q, const float *V, const float *U, f
                 /* U from memory: the next panel the products read, fetched
                  * a share per micro-kernel call (ResNet-50's 3x3 layers of
                  * blocks 3 and 4: 2-8% faster) */
-                int64_t nlines = 0;
+                int64_t nlines = 0, l0 = 0;
                 const float *nbp = pfu ? next_panel(q, U, x, ci, ob, &nlines) : NULL;
                 const int64_t per = (nlines + ncall - 1) / ncall;
                 for (int64_t i0 = 0; i0 < tn; i0 += rows) {
                     int mr = (int)min64(rows, tn - i0);
-                    for (int64_t l = i0 / rows * per; l < min64(nlines, (i0 / rows + 1) * per); l++)
-                        __builtin_prefetch(nbp + l * LINE_FLOATS);
+                    if (nbp) { /* lines [l0, l0 + per) of it in this call */
+                        const int64_t l1 = min64(nlines, l0 + per);
+                        for (; l0 < l1; l0++)
+                            __builtin_prefetch(nbp + l0 * LINE_FLOATS);
+                    }
                     const float *a[MR2];
                     for (int i = 0; i < rows; i++)
                         a[i] = Vx + (i0 + (i < mr ? i : 0)) * vl + k0;
