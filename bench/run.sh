@@ -46,7 +46,7 @@ if [ -z "${BUILDDIR:-}" ]; then
     BUILDDIR=$ROOT
     [ -f "$CALLER/config.status" ] && [ -f "$CALLER/Makefile" ] && BUILDDIR=$CALLER
 fi
-PEAK1=${PEAK1:-}   # empty: measured below (slimrun bench's FMA loop)
+PEAK1=${PEAK1:-}   # empty: the anchors' peak_fma.txt, else measured below
 PEAK2=${PEAK2:-}
 MODELS=""
 BIG_BUDGET=5     # seconds of timed iterations per mode, each side, beyond the minimum
@@ -98,11 +98,12 @@ echo "== build ($BUILDDIR)" >&2
 make -C "$BUILDDIR" -j2 bench tools/slimrun >/dev/null
 B=$BUILDDIR/bench
 SLIMRUN=$BUILDDIR/tools/slimrun
-# The fp32 peak for the big models' percentages (slimrun bench's FMA loop,
-# about 100 / 200 GFLOP/s on 1 / 2 threads of this Zen3 VM), measured unless
-# PEAK1/PEAK2 say otherwise: the best of three, since one short loop can
-# start while the VM has not yet given the second vCPU its share (it once
-# read 103 on 2 threads, then 201 and 198 a second later).
+# The fp32 peak for the big models' percentages: PEAK1/PEAK2 if given, else
+# the anchors' peak_fma.txt (102.6 / 205.8 GFLOP/s, the figures the README
+# and conv_bench use), else slimrun bench's FMA loop (about 100 / 200 on
+# this Zen3 VM): the best of three, since one short loop can start while
+# the VM has not yet given the second vCPU its share (it once read 103 on 2
+# threads, then 201 and 198 a second later).
 measure_peak() {
     local i best=0 g
     for i in 1 2 3; do
@@ -113,6 +114,13 @@ measure_peak() {
     done
     echo "$best"
 }
+anchor_peak() { # "threads=N  peak fp32 FMA: G GFLOP/s total, ..." -> G
+    [ -f "$ANCHORS/peak_fma.txt" ] &&
+        sed -n "s/^threads=$1 .*peak fp32 FMA: \([0-9.]*\) GFLOP\/s total.*/\1/p" \
+            "$ANCHORS/peak_fma.txt" | head -1
+}
+[ -n "$PEAK1" ] || PEAK1=$(anchor_peak 1)
+[ -n "$PEAK2" ] || PEAK2=$(anchor_peak 2)
 [ -n "$PEAK1" ] || PEAK1=$(measure_peak 1)
 [ -n "$PEAK2" ] || PEAK2=$(measure_peak 2)
 echo "== fp32 peak: $PEAK1 GFLOP/s on 1 thread, $PEAK2 on 2" >&2
