@@ -243,18 +243,10 @@ static slim_status conv_infer(slim_infer_ctx *c)
     /* Winograd F(4x4, 3x3) or F(2x2, 5x5) for the forward, the gathered data gradient and
      * the filter gradient */
     const char *wino = c->attr_str(c, "winograd");
-    if (wino_use(p, f, wino, WINO_MIN_CH)) {
-        f->TB = slim__wino_block(f, nth);
-        f->wcoop = slim__wino_coop(f, nth); /* blocks shared: sized as for 1 thread */
-        if (f->wcoop)
-            f->TB = slim__wino_block(f, 1);
-    }
-    if (c->training && p->dx_gather && wino_use(p, t, wino, WINO_MIN_CH)) {
-        t->TB = slim__wino_block(t, nth);
-        t->wcoop = slim__wino_coop(t, nth);
-        if (t->wcoop)
-            t->TB = slim__wino_block(t, 1);
-    }
+    if (wino_use(p, f, wino, WINO_MIN_CH))
+        slim__wino_plan(f, nth);
+    if (c->training && p->dx_gather && wino_use(p, t, wino, WINO_MIN_CH))
+        slim__wino_plan(t, nth);
     p->wino_dw = c->training && wino_use(p, f, wino, WINO_DW_MIN_CH);
     p->wdw_split = p->wino_dw && slim__wino_dw_split(f, nth);
     p->dw_ksplit = M < f->K;

@@ -219,10 +219,9 @@ void slim__conv_gemm_backward(const slim_kernel_ctx *c);
 
 /* 3x3 or 5x5, stride 1, no dilation, no groups: what F(4x4, 3x3) and F(2x2, 5x5) compute. */
 bool slim__wino_shape(const conv_geom *q);
-/* Tiles per block for nth threads (q->TB). */
-int64_t slim__wino_block(const conv_geom *q, int nth);
-/* Whether nth threads take each block together (q->wcoop; q->TB then for 1 thread). */
-bool slim__wino_coop(const conv_geom *q, int nth);
+/* q->TB (tiles per block) and q->wcoop (the threads take each block
+ * together) for nth threads. */
+void slim__wino_plan(conv_geom *q, int nth);
 /* Blocks of q->TB tiles. */
 int64_t slim__wino_blocks(const conv_geom *q);
 /* Floats of the packed transformed filter (shared) and of one worker's V and M. */

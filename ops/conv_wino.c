@@ -131,7 +131,8 @@ static int block_rows(const conv_geom *q)
 #endif
 }
 
-int64_t slim__wino_block(const conv_geom *q, int nth)
+/* Tiles per block for blocks per thread on nth threads. */
+static int64_t wino_block(const conv_geom *q, int nth)
 {
     const int64_t tiles = n_tiles(q), rows = block_rows(q);
     /* one point's planes of V and M in about WINO_PLANE_FLOATS (the product
@@ -601,11 +602,12 @@ void slim__wino_run(const conv_geom *q, const float *in, const float *U, const f
 
 /* A layer of few tiles and a large U (ResNet-50's 512->512 at 7x7: 64 tiles
  * at batch 16) in blocks per thread had every thread stream all of U from
- * memory for its block; in shared blocks the threads split the 36 points,
- * and U is read once a block. */
-bool slim__wino_coop(const conv_geom *q, int nth)
+ * memory for its block; in shared blocks (sized as for 1 thread) the threads
+ * split the 36 points, and U is read once a block. */
+void slim__wino_plan(conv_geom *q, int nth)
 {
-    return nth > 1 && u_streamed(q) && n_tiles(q) <= (int64_t)nth * WINO_MAX_TB;
+    q->wcoop = nth > 1 && u_streamed(q) && n_tiles(q) <= (int64_t)nth * WINO_MAX_TB;
+    q->TB = wino_block(q, q->wcoop ? 1 : nth);
 }
 
 /* The threads transform a share of the block's tiles into V, meet, run a

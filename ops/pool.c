@@ -492,6 +492,13 @@ static float avg_count(const pool_params *p, int64_t oh, int64_t ow)
     return (float)(max64(h1 - h0, 0) * max64(w1 - w0, 0));
 }
 
+/* 1 / the divisor of output (oh, ow); 0 for a window wholly outside. */
+static float inv_count(const pool_params *p, int64_t oh, int64_t ow)
+{
+    float cnt = avg_count(p, oh, ow);
+    return cnt > 0 ? 1.0f / cnt : 0.0f;
+}
+
 static void avg_pool_forward_ref(const slim_kernel_ctx *c)
 {
     const pool_params *p = c->params;
@@ -566,7 +573,7 @@ static void avg_pool_forward(const slim_kernel_ctx *c)
             float *restrict yp = y + (row * p->OW + ow) * C;
             const float *x0 = x + ((n * p->H + ih0) * p->W + iw0) * C;
             const int64_t nh = ih1 - ih0, nw = iw1 - iw0, ld = p->W * C;
-            float cnt = avg_count(p, oh, ow), inv = cnt > 0 ? 1.0f / cnt : 0.0f;
+            const float inv = inv_count(p, oh, ow);
             int64_t c0 = 0;
             for (; c0 + POOL_CBLK <= C; c0 += POOL_CBLK) {
                 pool_blk acc = {{0}, {0}, {0}, {0}};
@@ -623,10 +630,8 @@ static void avg_pool_backward(const slim_kernel_ctx *c)
             int nwin = 0;
             bool fits = (oh1 - oh0) * (ow1 - ow0) <= 64;
             for (int64_t oh = oh0; fits && oh < oh1; oh++)
-                for (int64_t ow = ow0; ow < ow1; ow++) {
-                    float cnt = avg_count(p, oh, ow);
-                    inv[nwin++] = cnt > 0 ? 1.0f / cnt : 0.0f;
-                }
+                for (int64_t ow = ow0; ow < ow1; ow++)
+                    inv[nwin++] = inv_count(p, oh, ow);
             int64_t c0 = 0;
             for (; fits && c0 + POOL_CBLK <= C; c0 += POOL_CBLK) {
                 pool_blk acc = {{0}, {0}, {0}, {0}};
@@ -643,8 +648,7 @@ static void avg_pool_backward(const slim_kernel_ctx *c)
             int w = 0;
             for (int64_t oh = oh0; oh < oh1; oh++)
                 for (int64_t ow = ow0; ow < ow1; ow++, w++) {
-                    float cnt = fits ? 0.0f : avg_count(p, oh, ow);
-                    float iv = fits ? inv[w] : cnt > 0 ? 1.0f / cnt : 0.0f;
+                    const float iv = fits ? inv[w] : inv_count(p, oh, ow);
                     const float *restrict dyp = dy + ((n * p->OH + oh) * p->OW + ow) * C;
                     for (int64_t ch = c0; ch < C; ch++)
                         dxp[ch] += dyp[ch] * iv;

@@ -265,7 +265,7 @@ static const harness_case cases[] = {
      .fwd_tol = 3e-4,
      .no_fd = true},
     /* ... in two blocks of tiles, which the threads take together (100
-     * tiles; slim__wino_coop) */
+     * tiles; slim__wino_plan) */
     {.name = "wino_coop_blocks_c256_o264",
      .op = "conv2d",
      .attrs = "padding=SAME; winograd=on",
