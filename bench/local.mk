@@ -10,7 +10,7 @@ bench_train_step_SOURCES = bench/train_step.c
 bench_train_step_LDADD = libslim_core.la
 CLEANFILES += $(EXTRA_PROGRAMS)
 EXTRA_DIST += bench/run.sh bench/README.md bench/benchutil.h bench/torch_anchor.py \
-	bench/fmnist_compare.sh bench/torch_fmnist.py
+	bench/fmnist_compare.sh bench/torch_fmnist.py bench/ab.sh
 
 bench: $(EXTRA_PROGRAMS)
 .PHONY: bench
