@@ -19,9 +19,8 @@
  * of its own: the training program and its model are freed and the process's
  * peak RSS is reset (/proc/self/clear_refs) before inference is measured.
  */
-#include "bench/benchutil.h"
-#include "tools/cmd.h"
-#include "tools/flags.h"
+#include "tools/cli.h"
+#include "tools/measure.h"
 
 #include <slim/model.h>
 
@@ -265,7 +264,7 @@ typedef struct mode_result {
     bool train;
     int iters, warmup;
     double ms_median, ms_min, ms_max, img_s, gflop_iter, gflops, other;
-    int pairs;               /* --scaling: alternating pairs timed (0: none) */
+    int pairs;                  /* --scaling: alternating pairs timed (0: none) */
     double ms_median1, speedup; /* the 1-thread program's median; median of per-pair ratios */
     double phase_ms[4];
     slim_program_stats plan, compiled;
@@ -561,18 +560,6 @@ fail:
 
 static const char *const PHASE[] = {"forward", "backward", "update", "grad-sum"};
 
-static const char *human(char *buf, size_t n, double bytes)
-{
-    const char *unit[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-    int u = 0;
-    while (bytes >= 1024 && u < 4) {
-        bytes /= 1024;
-        u++;
-    }
-    snprintf(buf, n, u ? "%.1f %s" : "%.0f %s", bytes, unit[u]);
-    return buf;
-}
-
 static size_t planned_total(const slim_program_stats *s)
 {
     return s->arena_bytes + s->param_bytes + s->slot_bytes;
@@ -621,14 +608,16 @@ static void print_mode(const bench_cli *c, const mode_result *r, double peak)
     printf("\n  forward %.2f ms, backward %.2f ms, update %.2f ms, gradient sums %.2f ms\n",
            r->phase_ms[0], r->phase_ms[1], r->phase_ms[2], r->phase_ms[3]);
     const slim_program_stats *s = &r->compiled;
-    printf(
-        "  planned memory: %s arena (%s without reuse) + %s parameters + %s optimizer slots "
-        "= %s\n",
-        human(b1, sizeof b1, (double)s->arena_bytes), human(b2, sizeof b2, (double)s->naive_bytes),
-        human(b3, sizeof b3, (double)s->param_bytes), human(b4, sizeof b4, (double)s->slot_bytes),
-        human(b5, sizeof b5, (double)planned_total(s)));
+    printf("  planned memory: %s arena (%s without reuse) + %s parameters + %s optimizer slots "
+           "= %s\n",
+           slim_cli_bytes(b1, sizeof b1, (double)s->arena_bytes),
+           slim_cli_bytes(b2, sizeof b2, (double)s->naive_bytes),
+           slim_cli_bytes(b3, sizeof b3, (double)s->param_bytes),
+           slim_cli_bytes(b4, sizeof b4, (double)s->slot_bytes),
+           slim_cli_bytes(b5, sizeof b5, (double)planned_total(s)));
     printf("  peak resident memory: %s (%s before the model); planned / peak = %.2f\n",
-           human(b1, sizeof b1, (double)r->peak_rss), human(b2, sizeof b2, (double)r->base_rss),
+           slim_cli_bytes(b1, sizeof b1, (double)r->peak_rss),
+           slim_cli_bytes(b2, sizeof b2, (double)r->base_rss),
            r->peak_rss ? (double)planned_total(s) / (double)r->peak_rss : 0);
     if (r->pairs)
         printf("  thread scaling: %.2fx over 1 thread (median of %d alternating pairs; 1 thread "
@@ -699,8 +688,10 @@ static void json_mode(FILE *f, const bench_cli *c, const mode_result *r, double 
             same_plan(&r->plan, s) ? "true" : "false", r->peak_rss, r->base_rss,
             r->rss_reset ? "true" : "false", s->n_forward, s->n_backward, s->n_update);
     if (r->pairs)
-        fprintf(f, ",\n    \"scaling\": {\"speedup\": %.4f, \"pairs\": %d, \"ms_median_1thread\": %.3f}",
-                r->speedup, r->pairs, r->ms_median1);
+        fprintf(
+            f,
+            ",\n    \"scaling\": {\"speedup\": %.4f, \"pairs\": %d, \"ms_median_1thread\": %.3f}",
+            r->speedup, r->pairs, r->ms_median1);
     json_rows(f, "ops", r->kinds, r->n_kinds, false);
     if (c->per_op)
         json_rows(f, "nodes", r->nodes, r->n_nodes, true);

@@ -4,7 +4,7 @@
  * the compiler plans for training and for inference (slim_graph_plan: planned,
  * not allocated); --dot draws the layer graph for Graphviz.
  */
-#include "tools/cmd.h"
+#include "tools/cli.h"
 
 #include <slim/model.h>
 
@@ -43,18 +43,6 @@ static const char *group(char *buf, size_t n, int64_t v)
         buf[o++] = tmp[i];
     }
     buf[o] = 0;
-    return buf;
-}
-
-static const char *human(char *buf, size_t n, double bytes)
-{
-    const char *unit[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-    int u = 0;
-    while (bytes >= 1024 && u < 4) {
-        bytes /= 1024;
-        u++;
-    }
-    snprintf(buf, n, u ? "%.1f %s" : "%.0f %s", bytes, unit[u]);
     return buf;
 }
 
@@ -303,15 +291,15 @@ static int run_inspect(int argc, char **argv)
                 printf("planned memory, batch %d:\n", batch);
                 printf("  training:  %s activations, gradients and workspace (%s without "
                        "reuse) + %s parameters + %s momentum slots\n",
-                       human(b1, sizeof b1, (double)ts.arena_bytes),
-                       human(b2, sizeof b2, (double)ts.naive_bytes),
-                       human(b3, sizeof b3, (double)ts.param_bytes),
-                       human(sb, sizeof sb, (double)ts.slot_bytes));
+                       slim_cli_bytes(b1, sizeof b1, (double)ts.arena_bytes),
+                       slim_cli_bytes(b2, sizeof b2, (double)ts.naive_bytes),
+                       slim_cli_bytes(b3, sizeof b3, (double)ts.param_bytes),
+                       slim_cli_bytes(sb, sizeof sb, (double)ts.slot_bytes));
                 printf("  inference: %s activations and workspace (%s without reuse) + %s "
                        "parameters\n",
-                       human(b1, sizeof b1, (double)es.arena_bytes),
-                       human(b2, sizeof b2, (double)es.naive_bytes),
-                       human(b3, sizeof b3, (double)es.param_bytes));
+                       slim_cli_bytes(b1, sizeof b1, (double)es.arena_bytes),
+                       slim_cli_bytes(b2, sizeof b2, (double)es.naive_bytes),
+                       slim_cli_bytes(b3, sizeof b3, (double)es.param_bytes));
             }
         }
     }

@@ -1,85 +1,19 @@
-/* tools/cmd_train.c - slimrun train, run and profile: TF-Slim's
- * train_image_classifier.py flags over slim_train / slim_profile. */
-#include "tools/cmd_train.h"
+/* tools/cmd_train.c - slimrun train: TF-Slim's train_image_classifier.py
+ * flags over slim_train (slimrun profile and slimrun run parse them too). */
+#include "tools/cli.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
-extern const slim_command slim_cmd_train, slim_cmd_run, slim_cmd_profile;
-
-/* ---- signals ------------------------------------------------------------------ */
-
-volatile int slim_cli_stop;
-
-static void on_signal(int sig)
-{
-    if (slim_cli_stop) { /* a second one: leave now */
-        signal(sig, SIG_DFL);
-        raise(sig);
-        return;
-    }
-    slim_cli_stop = sig;
-    static const char msg[] = "\nslimrun: stopping after this step (a checkpoint is saved); "
-                              "send the signal again to quit at once\n";
-    ssize_t w = write(2, msg, sizeof msg - 1);
-    (void)w;
-}
-
-void slim_cli_signals(void)
-{
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_signal;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
-    /* over a file-size limit, writes fail with EFBIG (reported, the previous
-     * checkpoint kept) instead of the process being killed */
-    signal(SIGXFSZ, SIG_IGN);
-}
-
-/* ---- output ------------------------------------------------------------------- */
-
-static bool tty_line; /* a progress line without its newline is on stderr */
-
-void slim_cli_message(int level, const char *msg, void *user)
-{
-    (void)user;
-    if (tty_line) {
-        fputc('\n', stderr);
-        tty_line = false;
-    }
-    fprintf(stderr, "%s%s\n",
-            level == SLIM_LOG_WARN    ? "warning: "
-            : level == SLIM_LOG_ERROR ? "error: "
-                                      : "",
-            msg);
-}
-
-static void fmt_duration(double s, char *buf, size_t n)
-{
-    if (s < 0) {
-        snprintf(buf, n, "?");
-        return;
-    }
-    long t = (long)(s + 0.5);
-    if (t >= 3600)
-        snprintf(buf, n, "%ldh%02ldm", t / 3600, t / 60 % 60);
-    else if (t >= 60)
-        snprintf(buf, n, "%ldm%02lds", t / 60, t % 60);
-    else
-        snprintf(buf, n, "%lds", t);
-}
+extern const slim_command slim_cmd_train;
 
 static void on_progress(const slim_train_progress *p, void *user)
 {
     (void)user;
-    bool tty = isatty(2);
     char eta[32], steps[64];
-    fmt_duration(p->eta_seconds, eta, sizeof eta);
+    slim_cli_duration(eta, sizeof eta, p->eta_seconds);
     if (p->max_steps)
         snprintf(steps, sizeof steps, "%lld/%lld", (long long)p->step, (long long)p->max_steps);
     else
@@ -87,63 +21,18 @@ static void on_progress(const slim_train_progress *p, void *user)
     char norm[48] = "";
     if (!isnan(p->grad_norm))
         snprintf(norm, sizeof norm, "  grad norm %.4g", p->grad_norm);
-    fprintf(stderr,
-            "%sstep %s  epoch %.2f  loss %.4f  accuracy %.3f%s  lr %.4g  %.0f images/s  "
-            "input wait %.0f%%  ETA %s%s",
-            tty ? "\r" : "", steps, p->epoch, p->loss, p->accuracy, norm, p->learning_rate,
-            p->images_per_sec, 100 * p->input_wait, eta, tty ? "\033[K" : "\n");
-    tty_line = tty;
-    fflush(stderr);
-}
-
-void slim_cli_print_eval(const slim_eval_result *r, void *user)
-{
-    int detail = user ? *(const int *)user : 0;
-    if (tty_line) {
-        fputc('\n', stderr);
-        tty_line = false;
-    }
-    if (r->global_step >= 0)
-        printf("step %lld: ", (long long)r->global_step);
-    printf("eval/Accuracy %.4f  eval/Recall_5 %.4f  loss %.4f  (%lld images, %.1f s%s)\n", r->top1,
-           r->top5, r->loss, (long long)r->n_examples, r->seconds,
-           r->used_ema ? ", moving averages" : "");
-    if (detail >= 1 && r->class_total) {
-        printf("per-class accuracy:\n");
-        for (int k = 0; k < r->num_classes; k++) {
-            const char *nm = r->label_names && r->label_names[k] ? r->label_names[k] : NULL;
-            if (!r->class_total[k])
-                continue;
-            printf("  %4d %-24s %6.2f%%  (%lld/%lld)\n", k, nm ? nm : "",
-                   100.0 * (double)r->class_correct[k] / (double)r->class_total[k],
-                   (long long)r->class_correct[k], (long long)r->class_total[k]);
-        }
-    }
-    if (detail >= 2 && r->confusion && r->num_classes <= 100) {
-        int K = r->num_classes;
-        printf("confusion matrix (rows: true class, columns: predicted):\n      ");
-        for (int j = 0; j < K; j++)
-            printf("%6d", j);
-        printf("\n");
-        for (int i = 0; i < K; i++) {
-            printf("%6d", i);
-            for (int j = 0; j < K; j++)
-                printf("%6lld", (long long)r->confusion[(size_t)i * (size_t)K + (size_t)j]);
-            printf("\n");
-        }
-    }
-    fflush(stdout);
+    char line[512];
+    snprintf(line, sizeof line,
+             "step %s  epoch %.2f  loss %.4f  accuracy %.3f%s  lr %.4g  %.0f images/s  "
+             "input wait %.0f%%  ETA %s",
+             steps, p->epoch, p->loss, p->accuracy, norm, p->learning_rate, p->images_per_sec,
+             100 * p->input_wait, eta);
+    slim_cli_status_line(line);
 }
 
 /* ---- flags ---------------------------------------------------------------------- */
 
-typedef struct train_cli {
-    slim_train_config c;
-    int steps, warmup; /* profile */
-    int eval_detail;
-} train_cli;
-
-#define T(f) offsetof(train_cli, c.f)
+#define T(f) offsetof(slim_cli_train_args, c.f)
 #define NOTE(n, why)                                                                               \
     {                                                                                              \
         n, FLAG_NOTE, 0, 0, why                                                                    \
@@ -257,8 +146,8 @@ static const flag_def train_flags[] = {
      "write a Chrome trace (Perfetto) of the first --trace_steps steps"},
     {"trace_steps", FLAG_INT, T(trace_steps), 0, "steps traced (50)"},
     {"save_summaries_secs", FLAG_DBL, T(save_summaries_secs), 0, ""},
-    {"steps", FLAG_INT, offsetof(train_cli, steps), 0, ""},
-    {"warmup", FLAG_INT, offsetof(train_cli, warmup), 0, ""},
+    {"steps", FLAG_INT, offsetof(slim_cli_train_args, steps), 0, ""},
+    {"warmup", FLAG_INT, offsetof(slim_cli_train_args, warmup), 0, ""},
     NOTE("num_clones", "ignored: one process uses every core through --num_threads"),
     NOTE("clone_on_cpu", "ignored: slim runs on the CPU"),
     NOTE("worker_replicas", "ignored: distributed training is not built in yet"),
@@ -277,12 +166,6 @@ static const char train_usage[] =
     "same command resumes from the newest checkpoint in --train_dir. Ctrl-C (or SIGTERM)\n"
     "stops after the current step with a checkpoint.";
 
-static const char profile_usage[] =
-    "usage: slimrun profile --model_name=NAME (--dataset_dir=DIR | --synthetic) [--steps=N]\n"
-    "                       [--warmup=N] [train flags]\n\n"
-    "Times a few training steps: per-op forward/backward/update milliseconds and GFLOP/s,\n"
-    "the input pipeline's stages, and whether the model waits for its input.";
-
 /* SLIM_TEST_CRASH_AFTER_STEP=N kills the process right after step N (crash
  * tests); SLIM_TEST_STOP_AFTER_STEP=N sends it SIGTERM there (graceful stop). */
 static int64_t crash_after = -1, stop_after = -1;
@@ -296,71 +179,29 @@ static void on_step(int64_t step, void *user)
         raise(SIGTERM);
 }
 
-static void print_profile(const slim_profile_report *r)
+int slim_cli_train_args_parse(slim_cli_train_args *ta, const char *cmd, const char *usage,
+                              void (*more_help)(void), int argc, char **argv, int first, char **pre,
+                              int pre_n)
 {
-    static const char *const phases[] = {"forward", "backward", "update", "grad-sum"};
-    printf("profile: %d steps of batch %d, %d model thread%s + %d input worker%s\n", r->steps,
-           r->batch_size, r->model_threads, r->model_threads > 1 ? "s" : "", r->input_threads,
-           r->input_threads > 1 ? "s" : "");
-    printf("step %.2f ms = compute %.2f ms + input wait %.2f ms (%.1f%%); %.0f images/s\n",
-           r->step_ms, r->compute_ms, r->wait_ms, 100 * r->wait_fraction, r->images_per_sec);
-    printf("compute: forward %.2f ms, backward %.2f ms, update %.2f ms, gradient sums %.2f ms\n\n",
-           r->phase_ms[0], r->phase_ms[1], r->phase_ms[2], r->phase_ms[3]);
-    printf("%-44s %-22s %-9s %9s %6s %8s\n", "op (slowest first)", "kind", "phase", "ms", "%",
-           "GFLOP/s");
-    double total = r->phase_ms[0] + r->phase_ms[1] + r->phase_ms[2] + r->phase_ms[3];
-    for (int i = 0; i < r->n_ops && i < 30; i++) {
-        const slim_profile_op *o = &r->ops[i];
-        char gf[32] = "";
-        if (o->gflops > 0)
-            snprintf(gf, sizeof gf, "%.1f", o->gflops);
-        printf("%-44.44s %-22.22s %-9s %9.3f %5.1f%% %8s\n", o->name, o->op,
-               o->phase >= 0 && o->phase < 4 ? phases[o->phase] : "?", o->ms,
-               total > 0 ? 100 * o->ms / total : 0, gf);
-    }
-    if (r->n_ops > 30)
-        printf("(%d more)\n", r->n_ops - 30);
-    bool any = false;
-    for (int s = 0; s < 8; s++)
-        any |= r->stage_ms[s] > 0;
-    if (any) {
-        static const char *const stages[] = {"read",  "decode",          "crop", "resize", "color",
-                                             "batch", "queue-full wait", "?"};
-        printf("\ninput, per image (worker time): ");
-        for (int s = 0; s < 7; s++)
-            printf("%s%s %.3f ms", s ? ", " : "", stages[s], r->stage_ms[s]);
-        printf("\ninput capacity: ~%.0f images/s with %d worker%s\n", r->input_images_per_sec,
-               r->input_threads, r->input_threads > 1 ? "s" : "");
-    }
-    printf("\nverdict: %s\n", r->verdict);
-}
-
-int slim_cli_train(int argc, char **argv, int first, char **pre, int pre_n, bool profile,
-                   slim_train_config *out_cfg)
-{
-    train_cli tc;
-    memset(&tc, 0, sizeof tc);
-    slim_train_config_init(&tc.c);
-    tc.steps = 20;
-    tc.warmup = 3;
+    memset(ta, 0, sizeof *ta);
+    slim_train_config_init(&ta->c);
+    ta->steps = 20;
+    ta->warmup = 3;
     flags_result fr;
     memset(&fr, 0, sizeof fr);
     char err[1024];
-    const char *cmd = profile ? "profile" : "train";
-    if (pre_n &&
-        flags_parse(train_flags, N_TRAIN_FLAGS, &tc, pre_n, pre, 0, &fr, err, sizeof err)) {
+    if (pre_n && flags_parse(train_flags, N_TRAIN_FLAGS, ta, pre_n, pre, 0, &fr, err, sizeof err)) {
         fprintf(stderr, "slimrun %s: run file: %s\n", cmd, err);
         return 2;
     }
-    if (flags_parse(train_flags, N_TRAIN_FLAGS, &tc, argc, argv, first, &fr, err, sizeof err)) {
+    if (flags_parse(train_flags, N_TRAIN_FLAGS, ta, argc, argv, first, &fr, err, sizeof err)) {
         fprintf(stderr, "slimrun %s: %s\n", cmd, err);
         return 2;
     }
     if (fr.help) {
-        flags_usage(stdout, profile ? profile_usage : train_usage, train_flags, N_TRAIN_FLAGS);
-        if (profile)
-            printf("  --%-34s %s\n  --%-34s %s\n", "steps", "steps timed (20)", "warmup",
-                   "steps run first, untimed (3)");
+        flags_usage(stdout, usage, train_flags, N_TRAIN_FLAGS);
+        if (more_help)
+            more_help();
         return 0;
     }
     if (fr.n_pos) {
@@ -370,38 +211,37 @@ int slim_cli_train(int argc, char **argv, int first, char **pre, int pre_n, bool
     }
     if (fr.notes[0])
         fprintf(stderr, "note: %s\n", fr.notes);
-    slim_train_config *c = &tc.c;
+    slim_train_config *c = &ta->c;
     c->run_config = fr.settings;
     c->on_message = slim_cli_message;
     c->on_progress = on_progress;
     c->on_eval = slim_cli_print_eval;
-    c->user = &tc.eval_detail;
+    c->user = &ta->eval_detail;
     c->stop = &slim_cli_stop;
     c->on_step = on_step;
     const char *ca = getenv("SLIM_TEST_CRASH_AFTER_STEP"),
                *sa = getenv("SLIM_TEST_STOP_AFTER_STEP");
     crash_after = ca ? atoll(ca) : -1;
     stop_after = sa ? atoll(sa) : -1;
+    slim_cli_signals();
+    return -1;
+}
+
+int slim_cli_train(int argc, char **argv, int first, char **pre, int pre_n,
+                   slim_train_config *out_cfg)
+{
+    slim_cli_train_args ta;
+    int rc =
+        slim_cli_train_args_parse(&ta, "train", train_usage, NULL, argc, argv, first, pre, pre_n);
+    if (rc >= 0)
+        return rc;
+    slim_train_config *c = &ta.c;
     if (out_cfg)
         *out_cfg = *c;
-    slim_cli_signals();
     slim_error e = {0};
-    if (profile) {
-        slim_profile_report r;
-        if (slim_profile(c, tc.warmup, tc.steps, &r, &e)) {
-            fprintf(stderr, "slimrun profile: %s\n", e.msg);
-            return 1;
-        }
-        print_profile(&r);
-        slim_profile_report_fini(&r);
-        return 0;
-    }
     slim_train_result res;
     slim_status st = slim_train(c, &res, &e);
-    if (tty_line) {
-        fputc('\n', stderr);
-        tty_line = false;
-    }
+    slim_cli_end_line();
     if (st) {
         fprintf(stderr, "slimrun train: %s\n", e.msg);
         return 1;
@@ -413,7 +253,7 @@ int slim_cli_train(int argc, char **argv, int first, char **pre, int pre_n, bool
         return 128 + (slim_cli_stop ? slim_cli_stop : SIGINT);
     }
     char d[32];
-    fmt_duration(res.seconds, d, sizeof d);
+    slim_cli_duration(d, sizeof d, res.seconds);
     fprintf(stderr, "trained to step %lld in %s (%.0f images/s); final loss %.4f; checkpoint %s\n",
             (long long)res.global_step, d, res.images_per_sec, res.final_loss,
             res.last_checkpoint[0] ? res.last_checkpoint : "(none new)");
@@ -422,79 +262,8 @@ int slim_cli_train(int argc, char **argv, int first, char **pre, int pre_n, bool
 
 static int train_main(int argc, char **argv)
 {
-    return slim_cli_train(argc, argv, 1, NULL, 0, false, NULL);
-}
-
-static int profile_main(int argc, char **argv)
-{
-    return slim_cli_train(argc, argv, 1, NULL, 0, true, NULL);
-}
-
-/* ---- run: a YAML run file --------------------------------------------------------- */
-
-static int run_main(int argc, char **argv)
-{
-    if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
-        printf("usage: slimrun run RUN.yaml [FLAGS]\n\n"
-               "Runs the command a YAML file describes: a mapping of flag names to values\n"
-               "(those of slimrun train, or of slimrun eval with 'command: eval'), with an\n"
-               "optional 'eval:' mapping evaluated after training. Flags on the command line\n"
-               "override the file's.\n\n"
-               "  model_name: lenet\n  dataset_name: fashion_mnist\n  dataset_dir: /tmp/fmnist\n"
-               "  train_dir: /tmp/lenet\n  optimizer: momentum\n  learning_rate: 0.03\n"
-               "  eval:\n    dataset_split_name: test\n");
-        return argc < 2 ? 2 : 0;
-    }
-    runfile rf;
-    char err[1024];
-    int rc = runfile_load(argv[1], &rf, err, sizeof err);
-    if (rc) {
-        fprintf(stderr, "slimrun run: %s\n", err);
-        return 2;
-    }
-    const char *command = rf.command ? rf.command : "train";
-    if (!strcmp(command, "eval")) {
-        rc = slim_cli_eval(argc, argv, 2, rf.argv, rf.argc);
-    } else if (!strcmp(command, "train")) {
-        slim_train_config c;
-        rc = slim_cli_train(argc, argv, 2, rf.argv, rf.argc, false, &c);
-        if (rc == 0 && rf.has_eval) {
-            /* the eval section inherits the model, data and checkpoint */
-            char *pre[64];
-            int n = 0;
-            char buf[6][1100];
-            if (c.model_path)
-                snprintf(buf[n], sizeof buf[n], "--model=%s", c.model_path), pre[n] = buf[n], n++;
-            if (c.model_name)
-                snprintf(buf[n], sizeof buf[n], "--model_name=%s", c.model_name), pre[n] = buf[n],
-                                                                                  n++;
-            if (c.dataset_name)
-                snprintf(buf[n], sizeof buf[n], "--dataset_name=%s", c.dataset_name),
-                    pre[n] = buf[n], n++;
-            if (c.dataset_dir)
-                snprintf(buf[n], sizeof buf[n], "--dataset_dir=%s", c.dataset_dir), pre[n] = buf[n],
-                                                                                    n++;
-            if (c.train_dir)
-                snprintf(buf[n], sizeof buf[n], "--checkpoint_path=%s", c.train_dir),
-                    pre[n] = buf[n], n++;
-            if (c.synthetic)
-                snprintf(buf[n], sizeof buf[n], "--synthetic"), pre[n] = buf[n], n++;
-            for (int i = 0; i < rf.eval_argc && n < 64; i++)
-                pre[n++] = rf.eval_argv[i];
-            char *none[] = {argv[0]};
-            rc = slim_cli_eval(1, none, 1, pre, n);
-        }
-    } else {
-        fprintf(stderr, "slimrun run: %s: command '%s': expected train or eval\n", argv[1],
-                command);
-        rc = 2;
-    }
-    runfile_free(&rf);
-    return rc;
+    return slim_cli_train(argc, argv, 1, NULL, 0, NULL);
 }
 
 const slim_command slim_cmd_train = {"train", "train an image classifier (TF-Slim's flags)",
                                      train_main};
-const slim_command slim_cmd_profile = {
-    "profile", "time training steps per op and tell input-bound from compute-bound", profile_main};
-const slim_command slim_cmd_run = {"run", "run a YAML run file (train, then evaluate)", run_main};

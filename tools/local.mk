@@ -1,7 +1,10 @@
-# tools/: slimrun. Each command's sources are added by its own fragment
-# (tools/*.mk), owned by the module that implements it.
+# tools/: slimrun. The dispatcher, what the commands share (cli.c, flags.c)
+# and the commands every build has are here; the other commands' sources are
+# added by their own fragment (tools/*.mk), owned by the module behind them.
 bin_PROGRAMS += tools/slimrun
-tools_slimrun_SOURCES = tools/slimrun.c tools/cmd.h tools/commands.def tools/cmd_ops.c
+tools_slimrun_SOURCES = tools/slimrun.c tools/cmd.h tools/commands.def \
+	tools/cli.c tools/cli.h tools/flags.c tools/flags.h tools/measure.h \
+	tools/cmd_ops.c
 tools_slimrun_LDADD = libslim_core.la
 include tools/inspect.mk
 include tools/data.mk

@@ -1,0 +1,132 @@
+/* tools/cli.c - what slimrun's commands share (see cli.h). */
+#include "tools/cli.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+/* ---- signals ------------------------------------------------------------------ */
+
+volatile int slim_cli_stop;
+
+static void on_signal(int sig)
+{
+    if (slim_cli_stop) { /* a second one: leave now */
+        signal(sig, SIG_DFL);
+        raise(sig);
+        return;
+    }
+    slim_cli_stop = sig;
+    static const char msg[] = "\nslimrun: stopping after this step (a checkpoint is saved); "
+                              "send the signal again to quit at once\n";
+    ssize_t w = write(2, msg, sizeof msg - 1);
+    (void)w;
+}
+
+void slim_cli_signals(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    /* over a file-size limit, writes fail with EFBIG (reported, the previous
+     * checkpoint kept) instead of the process being killed */
+    signal(SIGXFSZ, SIG_IGN);
+}
+
+/* ---- output ------------------------------------------------------------------- */
+
+static bool tty_line; /* a progress line without its newline is on stderr */
+
+void slim_cli_end_line(void)
+{
+    if (tty_line) {
+        fputc('\n', stderr);
+        tty_line = false;
+    }
+}
+
+void slim_cli_status_line(const char *text)
+{
+    bool tty = isatty(2);
+    fprintf(stderr, "%s%s%s", tty ? "\r" : "", text, tty ? "\033[K" : "\n");
+    tty_line = tty;
+    fflush(stderr);
+}
+
+void slim_cli_message(int level, const char *msg, void *user)
+{
+    (void)user;
+    slim_cli_end_line();
+    fprintf(stderr, "%s%s\n",
+            level == SLIM_LOG_WARN    ? "warning: "
+            : level == SLIM_LOG_ERROR ? "error: "
+                                      : "",
+            msg);
+}
+
+const char *slim_cli_duration(char *buf, size_t n, double s)
+{
+    if (s < 0) {
+        snprintf(buf, n, "?");
+        return buf;
+    }
+    long t = (long)(s + 0.5);
+    if (t >= 3600)
+        snprintf(buf, n, "%ldh%02ldm", t / 3600, t / 60 % 60);
+    else if (t >= 60)
+        snprintf(buf, n, "%ldm%02lds", t / 60, t % 60);
+    else
+        snprintf(buf, n, "%lds", t);
+    return buf;
+}
+
+const char *slim_cli_bytes(char *buf, size_t n, double bytes)
+{
+    const char *unit[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    int u = 0;
+    while (bytes >= 1024 && u < 4) {
+        bytes /= 1024;
+        u++;
+    }
+    snprintf(buf, n, u ? "%.1f %s" : "%.0f %s", bytes, unit[u]);
+    return buf;
+}
+
+void slim_cli_print_eval(const slim_eval_result *r, void *user)
+{
+    int detail = user ? *(const int *)user : 0;
+    slim_cli_end_line();
+    if (r->global_step >= 0)
+        printf("step %lld: ", (long long)r->global_step);
+    printf("eval/Accuracy %.4f  eval/Recall_5 %.4f  loss %.4f  (%lld images, %.1f s%s)\n", r->top1,
+           r->top5, r->loss, (long long)r->n_examples, r->seconds,
+           r->used_ema ? ", moving averages" : "");
+    if (detail >= 1 && r->class_total) {
+        printf("per-class accuracy:\n");
+        for (int k = 0; k < r->num_classes; k++) {
+            const char *nm = r->label_names && r->label_names[k] ? r->label_names[k] : NULL;
+            if (!r->class_total[k])
+                continue;
+            printf("  %4d %-24s %6.2f%%  (%lld/%lld)\n", k, nm ? nm : "",
+                   100.0 * (double)r->class_correct[k] / (double)r->class_total[k],
+                   (long long)r->class_correct[k], (long long)r->class_total[k]);
+        }
+    }
+    if (detail >= 2 && r->confusion && r->num_classes <= 100) {
+        int K = r->num_classes;
+        printf("confusion matrix (rows: true class, columns: predicted):\n      ");
+        for (int j = 0; j < K; j++)
+            printf("%6d", j);
+        printf("\n");
+        for (int i = 0; i < K; i++) {
+            printf("%6d", i);
+            for (int j = 0; j < K; j++)
+                printf("%6lld", (long long)r->confusion[(size_t)i * (size_t)K + (size_t)j]);
+            printf("\n");
+        }
+    }
+    fflush(stdout);
+}

@@ -1,0 +1,63 @@
+/* tools/cli.h - what slimrun's commands share: signals, messages and progress
+ * lines on stderr, the evaluation report, number formatting, and the train
+ * and eval entry points that `slimrun run` calls. Each command lives in its
+ * own tools/cmd_*.c (see tools/commands.def). */
+#ifndef SLIM_TOOLS_CLI_H
+#define SLIM_TOOLS_CLI_H
+
+#include "tools/cmd.h"
+#include "tools/flags.h"
+
+#include <signal.h>
+#include <slim/train.h>
+
+/* ---- signals (cli.c) ---------------------------------------------------------- */
+
+/* Set by SIGINT/SIGTERM: the loops stop after the current step and save. */
+extern volatile int slim_cli_stop;
+/* Catch SIGINT/SIGTERM (the second one quits at once); ignore SIGXFSZ. */
+void slim_cli_signals(void);
+
+/* ---- output on stderr/stdout (cli.c) ------------------------------------------ */
+
+/* The library's log callback: "warning: ", "error: " prefixes on stderr. */
+void slim_cli_message(int level, const char *msg, void *user);
+/* A progress line on stderr: redrawn in place on a terminal, one line each
+ * otherwise. Anything else printed (slim_cli_message, slim_cli_print_eval,
+ * slim_cli_end_line) first ends it with a newline. */
+void slim_cli_status_line(const char *text);
+void slim_cli_end_line(void);
+/* The on_eval callback: accuracy, recall@5 and loss on stdout; user, when not
+ * NULL, points to an int detail (1: per-class accuracy, 2: and the confusion
+ * matrix). */
+void slim_cli_print_eval(const slim_eval_result *r, void *user);
+
+/* "1h02m", "3m05s", "12s" ("?" when s < 0) into buf. */
+const char *slim_cli_duration(char *buf, size_t n, double s);
+/* Bytes as "512 B", "1.5 MiB", ... into buf. */
+const char *slim_cli_bytes(char *buf, size_t n, double bytes);
+
+/* ---- train and eval from the command line (cmd_train.c, cmd_eval.c) ----------- */
+
+/* Train from argv[first..]; pre/pre_n: flags from a run file, parsed first so
+ * that the command line overrides them. *out_cfg (when not NULL) receives the
+ * configuration used. Returns the process exit code. */
+int slim_cli_train(int argc, char **argv, int first, char **pre, int pre_n,
+                   slim_train_config *out_cfg);
+/* slimrun train's flags into a configuration (for train and profile). */
+typedef struct slim_cli_train_args {
+    slim_train_config c;
+    int steps, warmup; /* profile: steps timed, steps run first */
+    int eval_detail;   /* user data of c.on_eval */
+} slim_cli_train_args;
+/* Parse the train flags (pre first, then argv[first..]) into *ta and set its
+ * callbacks and signal handling. cmd names the command in messages; usage and
+ * more_help (may be NULL: flags after the table) make its --help. Returns -1
+ * to go on, else the exit code (0 after --help, 2 on a usage error). */
+int slim_cli_train_args_parse(slim_cli_train_args *ta, const char *cmd, const char *usage,
+                              void (*more_help)(void), int argc, char **argv, int first, char **pre,
+                              int pre_n);
+/* Evaluate from argv[first..] after pre (run files). */
+int slim_cli_eval(int argc, char **argv, int first, char **pre, int pre_n);
+
+#endif
