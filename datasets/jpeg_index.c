@@ -226,13 +226,45 @@ typedef struct transcode {
     struct jpeg_decompress_struct di;
     struct jpeg_compress_struct co;
     struct jpeg_error_mgr pub; /* shared by both */
+    struct jpeg_destination_mgr dest;
     jmp_buf jb;
     char msg[JMSG_LENGTH_MAX];
+    /* The output, always owned here: libjpeg's jpeg_mem_dest frees the buffer
+     * it handed out when it grows it and tells the caller only at the end, so
+     * an error after a growth left a freed pointer behind (issue 26). */
     unsigned char *buf;
-    unsigned long blen;
+    size_t cap, blen;
     bool dmade, cmade;
+    bool writing; /* the source has been read: an error now is the encoder's */
     bool damaged; /* a warning other than extraneous bytes before a marker */
 } transcode;
+
+static void d_init(j_compress_ptr c)
+{
+    transcode *t = c->client_data;
+    t->dest.next_output_byte = t->buf;
+    t->dest.free_in_buffer = t->cap;
+}
+
+static boolean d_grow(j_compress_ptr c)
+{
+    transcode *t = c->client_data;
+    size_t cap = t->cap * 2;
+    unsigned char *b = cap > t->cap ? realloc(t->buf, cap) : NULL;
+    if (!b)
+        ERREXIT1(c, JERR_OUT_OF_MEMORY, 10);
+    t->dest.next_output_byte = b + t->cap;
+    t->dest.free_in_buffer = cap - t->cap;
+    t->buf = b;
+    t->cap = cap;
+    return TRUE;
+}
+
+static void d_term(j_compress_ptr c)
+{
+    transcode *t = c->client_data;
+    t->blen = t->cap - t->dest.free_in_buffer;
+}
 
 static void t_error_exit(j_common_ptr c)
 {
@@ -271,8 +303,12 @@ slim_status slim__jpeg_add_restarts(const uint8_t *data, size_t len, const char 
     t->pub.emit_message = t_emit;
     t->di.client_data = t->co.client_data = t;
     if (setjmp(t->jb)) {
+        /* The encoder refusing what the decoder read (a DCT coefficient out
+         * of its range, say): the file is fine to decode, keep it. */
         slim_status st =
-            slim__error(err, SLIM_ECORRUPT, "%s: corrupt JPEG: %s", name ? name : "image", t->msg);
+            t->writing ? SLIM_OK
+                       : slim__error(err, SLIM_ECORRUPT, "%s: corrupt JPEG: %s",
+                                     name ? name : "image", t->msg);
         t_free(t);
         return st;
     }
@@ -296,9 +332,16 @@ slim_status slim__jpeg_add_restarts(const uint8_t *data, size_t len, const char 
         t_free(t);
         return SLIM_OK;
     }
+    t->writing = true;
     jpeg_create_compress(&t->co);
     t->cmade = true;
-    jpeg_mem_dest(&t->co, &t->buf, &t->blen);
+    t->cap = len + len / 8 + 4096; /* about the source's size; grown by doubling */
+    if (!(t->buf = malloc(t->cap)))
+        ERREXIT1(&t->co, JERR_OUT_OF_MEMORY, 11);
+    t->dest.init_destination = d_init;
+    t->dest.empty_output_buffer = d_grow;
+    t->dest.term_destination = d_term;
+    t->co.dest = &t->dest;
     jpeg_copy_critical_parameters(&t->di, &t->co);
     t->co.restart_interval = 1;
     t->co.optimize_coding = TRUE;

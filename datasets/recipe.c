@@ -528,6 +528,23 @@ slim_status slim__prep_init(slim__prep *p, const slim__recipe *r, bool training,
                                "%s:%d:%d: %s after a pixel step: put crops, pads, resizes and "
                                "flips before color and normalization steps",
                                r->path, s->line, s->col, slim__prep_op_name(s->op));
+        /* TF's adjust_saturation and adjust_hue need RGB: so do they here (on
+         * one channel they would read and write three floats a pixel). */
+        if (p->channels != 3 &&
+            (s->op == PREP_SATURATION || s->op == PREP_HUE || s->op == PREP_DISTORT_COLOR))
+            return slim__error(err, SLIM_EINVAL,
+                               "%s:%d:%d: %s needs 3 channels (RGB), but the images here have %d "
+                               "(the model's input or the recipe's channels); drop the step or "
+                               "use a 3-channel recipe and model",
+                               r->path, s->line, s->col, slim__prep_op_name(s->op), p->channels);
+        /* Per-channel values must match the channels (TF's _mean_image_subtraction). */
+        if ((s->op == PREP_SUBTRACT_MEAN || s->op == PREP_NORMALIZE) &&
+            ((s->nv > 1 && s->nv != p->channels) || (s->nmul > 1 && s->nmul != p->channels)))
+            return slim__error(err, SLIM_EINVAL,
+                               "%s:%d:%d: %s has %d per-channel values, but the images here have "
+                               "%d channels",
+                               r->path, s->line, s->col, slim__prep_op_name(s->op),
+                               s->nv > 1 && s->nv != p->channels ? s->nv : s->nmul, p->channels);
         if (s->op == PREP_DISTORTED_BBOX_CROP)
             p->wants_boxes = r->bbox_key != NULL;
         if (!is_geometry(s->op) && s->op != PREP_DECODE && s->op != PREP_CONVERT_TO_FLOAT &&

@@ -542,12 +542,107 @@ static void test_records(void)
     slim_example_free(e);
 }
 
+/* A 16x8 gray baseline JPEG that decodes but that libjpeg cannot re-encode:
+ * the first AC coefficient of each block is 1024, an 11-bit magnitude the
+ * decoder takes and the encoder refuses ("DCT coefficient out of range"),
+ * after a COM marker of com_len bytes (more than libjpeg's first 4096-byte
+ * memory-destination buffer, so the transcode has grown its buffer by the
+ * time it fails). Made byte by byte: libjpeg's encoder would refuse it. */
+static uint8_t *untranscodable_jpeg(size_t com_len, size_t *len)
+{
+    uint8_t *b = malloc(com_len + 200), *p = b;
+    *p++ = 0xFF, *p++ = 0xD8; /* SOI */
+    *p++ = 0xFF, *p++ = 0xFE; /* COM */
+    *p++ = (uint8_t)((com_len + 2) >> 8), *p++ = (uint8_t)(com_len + 2);
+    for (size_t i = 0; i < com_len; i++)
+        *p++ = (uint8_t)('a' + i % 26);
+    static const uint8_t tables[] = {
+        0xFF, 0xDB, 0, 67, 0x00, /* DQT 0: all ones (64 bytes follow) */
+    };
+    memcpy(p, tables, sizeof tables);
+    p += sizeof tables;
+    memset(p, 1, 64);
+    p += 64;
+    static const uint8_t rest[] = {
+        0xFF, 0xC0, 0, 11, 8, 0, 8, 0, 16, 1, 1, 0x11, 0, /* SOF0 16x8, 1 component */
+        /* DHT DC 0: one 1-bit code "0" for size 0 */
+        0xFF, 0xC4, 0, 20, 0x00, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x00,
+        /* DHT AC 0: two 2-bit codes, "00" EOB and "01" run 0 size 11 */
+        0xFF, 0xC4, 0, 21, 0x10, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x00, 0x0B,
+        0xFF, 0xDA, 0, 8, 1, 1, 0x00, 0, 63, 0, /* SOS */
+        /* each block: DC "0", AC "01" + 10000000000 (1024), EOB "00": 0x30 0x00 */
+        0x30, 0x00, 0x30, 0x00, 0xFF, 0xD9};
+    memcpy(p, rest, sizeof rest);
+    p += sizeof rest;
+    *len = (size_t)(p - b);
+    return b;
+}
+
+/* Such a file is stored as it is (never a crash, nor an error): by the
+ * transcode itself, a folder conversion and --input_records. */
+static void test_untranscodable(void)
+{
+    size_t sn;
+    uint8_t *src = untranscodable_jpeg(6000, &sn);
+    slim_image img;
+    slim_decode_opts d = {.channels = 3, .name = "coef.jpg"};
+    slim_error err = {0};
+    slim_status st = slim_image_decode(src, sn, &d, &img, &err);
+    tap_ok(!st && img.width == 16 && img.height == 8, "the out-of-range-coefficient JPEG decodes: %s",
+           st ? err.msg : "16x8");
+    if (!st)
+        slim_image_fini(&img);
+    for (size_t com = 0; com <= 6000; com += 3000) { /* buffer grown or not */
+        size_t n;
+        uint8_t *b = untranscodable_jpeg(com, &n), *idx = NULL;
+        size_t in = 0;
+        st = slim__jpeg_add_restarts(b, n, "coef.jpg", &idx, &in, &err);
+        tap_ok(!st && !idx, "a JPEG libjpeg cannot re-encode (COM of %zu bytes) is kept as it is: %s",
+               com, st ? err.msg : "ok");
+        free(idx);
+        free(b);
+    }
+    /* Folder conversion: the record holds the source bytes. */
+    char in[600], out[600], cls[700], f[800];
+    snprintf(in, sizeof in, "%s/coef", tap_tmpdir());
+    snprintf(out, sizeof out, "%s/coef-out", tap_tmpdir());
+    snprintf(cls, sizeof cls, "%s/a", in);
+    mkdir(in, 0755);
+    mkdir(cls, 0755);
+    snprintf(f, sizeof f, "%s/coef.jpg", cls);
+    tap_write_file(f, src, sn);
+    convert_opts o = {.input_dir = in, .output_dir = out, .shards = 1, .num_threads = 1};
+    convert_result res;
+    st = slim__convert_folder(&o, &res, &err);
+    char shard[800];
+    snprintf(shard, sizeof shard, "%s/train-00000-of-00001", out);
+    size_t rn = 0;
+    uint8_t *rec = st ? NULL : tap_read_file(shard, &rn);
+    bool found = false;
+    for (size_t i = 0; rec && i + sn <= rn && !found; i++)
+        found = !memcmp(rec + i, src, sn);
+    tap_ok(!st && res.images == 1 && res.skipped == 0 && found,
+           "convert: the record holds the JPEG's own bytes (%s)", st ? err.msg : "ok");
+    free(rec);
+    /* --input_records: that shard again, the record kept. */
+    char out2[800];
+    snprintf(out2, sizeof out2, "%s/coef-re", tap_tmpdir());
+    const char *files[1] = {shard};
+    convert_opts r = {.output_dir = out2, .num_threads = 1};
+    if (!st)
+        st = slim__convert_records(files, 1, NULL, &r, &res, &err);
+    tap_ok(!st && res.kept == 1 && res.indexed == 0,
+           "--input_records: the record is kept as it is (%s)", st ? err.msg : "ok");
+    free(src);
+}
+
 int main(void)
 {
     test_layouts();
     test_damage();
     test_convert();
     test_records();
+    test_untranscodable();
     if (tap_shared_data())
         test_shared();
     else

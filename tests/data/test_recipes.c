@@ -273,6 +273,48 @@ static void test_bad(void)
               "geometry after a pixel step is refused");
     (void)st;
     slim__recipe_free(r);
+    /* The colour steps need RGB (issue 26: on one channel they overran the
+     * image); per-channel values must match the channels. */
+    struct {
+        const char *text;
+        int channels;
+        const char *want;
+    } gray[] = {
+        {"channels: 1\ntrain:\n  - decode\n  - to_float\n  - random_saturation: {}\n", 0,
+         "gray.yaml:5:5: random_saturation needs 3 channels (RGB), but the images here have 1 (the "
+         "model's input or the recipe's channels); drop the step or use a 3-channel recipe and "
+         "model"},
+        {"train:\n  - decode\n  - random_hue: {max_delta: 0.1}\n", 1,
+         "gray.yaml:3:5: random_hue needs 3 channels (RGB), but the images here have 1 (the "
+         "model's input or the recipe's channels); drop the step or use a 3-channel recipe and "
+         "model"},
+        {"train:\n  - decode\n  - distort_color: {fast_mode: true}\n", 1,
+         "gray.yaml:3:5: distort_color needs 3 channels (RGB), but the images here have 1 (the "
+         "model's input or the recipe's channels); drop the step or use a 3-channel recipe and "
+         "model"},
+        {"train:\n  - decode\n  - subtract_mean: {mean: [1, 2, 3]}\n", 1,
+         "gray.yaml:3:5: subtract_mean has 3 per-channel values, but the images here have 1 "
+         "channels"},
+    };
+    for (size_t k = 0; k < sizeof gray / sizeof *gray; k++) {
+        r = NULL;
+        err = (slim_error){0};
+        st = slim__recipe_parse("gray.yaml", gray[k].text, &r, &err);
+        if (!st)
+            st = slim__prep_init(&p, r, true, 8, 8, gray[k].channels, true, true, &err);
+        tap_ok(st == SLIM_EINVAL, "a colour step on gray is refused (status %d)", (int)st);
+        tap_streq(err.msg, gray[k].want, "  with the step's position and the channel count");
+        slim__recipe_free(r);
+    }
+    /* The built-in inception recipe with a 1-channel model: refused, naming its step. */
+    r = NULL;
+    st = slim__recipe_load("inception", NULL, &r, &err);
+    if (!st)
+        st = slim__prep_init(&p, r, true, 28, 28, 1, true, true, &err);
+    tap_ok(st == SLIM_EINVAL && strstr(err.msg, "inception.yaml:") &&
+               strstr(err.msg, ": distort_color needs 3 channels (RGB), but the images here have 1"),
+           "inception's recipe on a 1-channel model is refused: %s", err.msg);
+    slim__recipe_free(r);
 }
 
 typedef struct runner {
