@@ -1,6 +1,6 @@
 #!/bin/bash
 # bench/ab.sh - two builds of slim on the same `slimrun bench` arguments, the
-# way the README's before/after figures for a change were taken:
+# way docs/performance.md's before/after figures for a change were taken:
 #
 #   bench/ab.sh [--pairs=N] [--side-by-side] BUILD_A BUILD_B -- SLIMRUN_BENCH_ARGS...
 #

@@ -99,7 +99,7 @@ make -C "$BUILDDIR" -j2 bench tools/slimrun >/dev/null
 B=$BUILDDIR/bench
 SLIMRUN=$BUILDDIR/tools/slimrun
 # The fp32 peak for the big models' percentages: PEAK1/PEAK2 if given, else
-# the anchors' peak_fma.txt (102.6 / 205.8 GFLOP/s, the figures the README
+# the anchors' peak_fma.txt (102.6 / 205.8 GFLOP/s, the figures docs/performance.md
 # and conv_bench use), else slimrun bench's FMA loop (about 100 / 200 on
 # this Zen3 VM): the best of three, since one short loop can start while
 # the VM has not yet given the second vCPU its share (it once read 103 on 2

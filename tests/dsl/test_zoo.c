@@ -4,12 +4,13 @@
  * (forward, backward, update) at batch 2 on a small input, with the output
  * shapes and a finite loss checked.
  *
- * Where the counts come from (see README.md, "The zoo"): Keras Applications'
- * summaries for VGG-16/19, Inception v3 (without the auxiliary head, 1000
- * classes), MobileNet v1 and v2; torchvision for VGG-11 and ResNet-50/101/152
- * v1 (the same layers as TF-Slim's); the issue for ResNet-50; the MobileNet
- * paper for MobileNet-0.5; the others from TF-Slim's layer definitions by an
- * independent count (dsl/count_params.py).
+ * Where the counts come from (docs/testing.md, "The model zoo's parameter
+ * counts"): Keras Applications' summaries for VGG-16/19, Inception v3
+ * (without the auxiliary head, 1000 classes), MobileNet v1 and v2;
+ * torchvision for VGG-11 and ResNet-50/101/152 v1 (the same layers as
+ * TF-Slim's); the issue for ResNet-50; the MobileNet paper for MobileNet-0.5;
+ * the others from TF-Slim's layer definitions by an independent count
+ * (tests/dsl/count_params.py).
  */
 #include "tests/dsl/tap.h"
 
