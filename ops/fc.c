@@ -11,8 +11,8 @@
  *                  packed once (small) and each MR x NR block of dx^T stored
  *                  transposed (ukr_nn, depth O);
  *   dw = x^T dy:   x and dy read in place (ukr_tn, depth N).
- * BLIS took 27-44 GFLOP/s on LeNet's 3136x1024 layer at batch 64 (a small M
- * and, for dw, K = 64 are its weak shapes); see README "Performance".
+ * Not BLIS: a small M (the batch) and, for dw, a short K are the shapes its
+ * small/skinny path is weakest on (docs/performance.md has the figures).
  * matmul stays on the host's single-threaded row-major sgemm (BLIS).
  *
  * Each thread computes its own part of every output (column panels or row
