@@ -31,6 +31,7 @@
  */
 #include "bench/benchutil.h"
 #include "datasets/prep.h"
+#include "engine/file.h"
 #include <slim/data.h>
 
 #include <dirent.h>
@@ -210,17 +211,14 @@ static void load_files(const char *dir)
                 continue;
             char f[4096];
             snprintf(f, sizeof f, "%s/%s", p, e->d_name);
-            FILE *fp = fopen(f, "rb");
-            if (!fp)
+            uint8_t *data;
+            size_t n;
+            if (slim__file_read(f, NULL, 0, &data, &n, NULL))
                 continue;
-            fseek(fp, 0, SEEK_END);
-            long n = ftell(fp);
-            fseek(fp, 0, SEEK_SET);
             blobs = realloc(blobs, sizeof *blobs * (size_t)(nblobs + 1));
-            blobs[nblobs].d = malloc((size_t)n);
-            blobs[nblobs].n = fread(blobs[nblobs].d, 1, (size_t)n, fp);
+            blobs[nblobs].d = data;
+            blobs[nblobs].n = n;
             nblobs++;
-            fclose(fp);
         }
         if (dd)
             closedir(dd);

@@ -14,6 +14,7 @@
 #include "datasets/listdir.h"
 #include "datasets/tfrecord.h"
 #include "engine/error.h"
+#include "engine/file.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -266,8 +267,6 @@ static slim_status write_shard(job *j, int s, slim_error *err)
     if (st)
         return st;
     int64_t count = 0;
-    uint8_t *buf = NULL;
-    size_t cap = 0;
     for (int i = j->bounds[s]; i < j->bounds[s + 1] && !st; i++) {
         pthread_mutex_lock(&j->mu);
         bool stop = j->failed;
@@ -278,31 +277,17 @@ static slim_status write_shard(job *j, int s, slim_error *err)
         }
         const cfile *f = &j->files[i];
         slim_error e = {0};
-        FILE *fp = fopen(f->path, "rbe");
+        uint8_t *buf = NULL;
         size_t len = 0;
-        slim_status ist = SLIM_OK;
-        if (!fp) {
-            ist = slim__data_error(&e, SLIM_EIO, f->path, "%s: cannot open: %s", f->path,
-                                   strerror(errno));
-        } else {
-            fseek(fp, 0, SEEK_END);
-            long n = ftell(fp);
-            fseek(fp, 0, SEEK_SET);
-            if (n < 0)
-                n = 0;
-            if ((size_t)n + 1 > cap) {
-                cap = (size_t)n + 1;
-                buf = realloc(buf, cap);
-            }
-            len = fread(buf, 1, (size_t)n, fp);
-            fclose(fp);
-            if (len != (size_t)n)
-                ist = slim__data_error(&e, SLIM_EIO, f->path, "%s: short read", f->path);
-        }
+        slim_error re = {0};
+        slim_status ist = slim__file_read(f->path, "image", 0, &buf, &len, &re);
+        if (ist)
+            slim__data_error(&e, ist, f->path, "%s", re.msg);
         uint8_t *ex = NULL;
         size_t exlen = 0;
         if (!ist)
             ist = image_example(o, f, buf, len, &ex, &exlen, &e);
+        free(buf);
         if (!ist) {
             st = slim_tfrecord_write(w, ex, exlen, err);
             count++;
@@ -325,7 +310,6 @@ static slim_status write_shard(job *j, int s, slim_error *err)
         progress(j, false);
         pthread_mutex_unlock(&j->mu);
     }
-    free(buf);
     if ((st = slim__shard_commit(w, st, tmp, final, err)))
         return st;
     pthread_mutex_lock(&j->mu);

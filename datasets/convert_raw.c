@@ -6,6 +6,7 @@
 #include "datasets/idx.h"
 #include "datasets/tfrecord.h"
 #include "engine/error.h"
+#include "engine/file.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -208,25 +209,6 @@ slim_status slim__convert_idx(const char *name, const convert_opts *o, convert_r
     return st;
 }
 
-/* Read whole file. */
-static uint8_t *slurp(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rbe");
-    if (!f)
-        return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    uint8_t *b = malloc(n > 0 ? (size_t)n : 1);
-    if (b && n > 0 && fread(b, 1, (size_t)n, f) != (size_t)n) {
-        free(b);
-        b = NULL;
-    }
-    fclose(f);
-    *len = n > 0 ? (size_t)n : 0;
-    return b;
-}
-
 slim_status slim__convert_cifar(const char *name, const convert_opts *o, convert_result *res,
                                 slim_error *err)
 {
@@ -260,10 +242,10 @@ slim_status slim__convert_cifar(const char *name, const convert_opts *o, convert
             char p[4400];
             snprintf(p, sizeof p, "%s/%s", dir, fl[k]);
             size_t len;
-            uint8_t *b = slurp(p, &len);
-            if (!b) {
-                st = slim__data_error(err, SLIM_ENOTFOUND, p, "%s: cannot read: %s", p,
-                                      strerror(errno));
+            uint8_t *b;
+            slim_error re = {0};
+            if ((st = slim__file_read(p, "CIFAR batch", 0, &b, &len, &re))) {
+                st = slim__data_error(err, st, p, "%s", re.msg);
                 break;
             }
             if (len % (size_t)rec) {

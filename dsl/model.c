@@ -6,6 +6,7 @@
  */
 #include "dsl/dsl.h"
 #include "dsl/paths.h"
+#include "engine/file.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -22,42 +23,13 @@
 static slim_status read_file(dsl_arena *a, const char *path, char **text, size_t *len,
                              const dnode *at, slim_error *err)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return dsl_fail(err, at, SLIM_EIO, "cannot open model file '%s': %s", path,
-                        strerror(errno));
-    size_t cap = 4096, n = 0;
-    char *buf = malloc(cap);
-    while (buf) {
-        if (n == cap) {
-            if (cap >= MAX_FILE_BYTES) {
-                free(buf);
-                fclose(f);
-                return dsl_fail(err, at, SLIM_EINVAL, "model file '%s' is larger than %u MiB", path,
-                                MAX_FILE_BYTES >> 20);
-            }
-            char *nb = realloc(buf, 2 * cap);
-            if (!nb)
-                break;
-            buf = nb;
-            cap *= 2;
-        }
-        size_t r = fread(buf + n, 1, cap - n, f);
-        n += r;
-        if (r == 0)
-            break;
-    }
-    bool bad = ferror(f);
-    fclose(f);
-    if (!buf)
-        return dsl_fail(err, at, SLIM_ENOMEM, "out of memory reading '%s'", path);
-    if (bad) {
-        free(buf);
-        return dsl_fail(err, at, SLIM_EIO, "cannot read model file '%s'", path);
-    }
-    *text = dsl_strndup(a, buf, n);
+    uint8_t *buf;
+    slim_error e = {0};
+    slim_status st = slim__file_read(path, "model file", MAX_FILE_BYTES, &buf, len, &e);
+    if (st)
+        return dsl_fail(err, at, st, "%s", e.msg);
+    *text = dsl_strndup(a, (const char *)buf, *len);
     free(buf);
-    *len = n;
     return *text ? SLIM_OK : dsl_fail(err, at, SLIM_ENOMEM, "out of memory");
 }
 

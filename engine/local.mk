@@ -1,6 +1,7 @@
 # engine/: the core (errors, attributes, registry and plugins, graph, compiler, executor).
 libslim_core_la_SOURCES += \
 	engine/error.c engine/error.h \
+	engine/file.c engine/file.h \
 	engine/attrs.c engine/attrs.h \
 	engine/registry.c engine/registry.h \
 	engine/gemm.c engine/gemm.h \

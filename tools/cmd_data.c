@@ -10,10 +10,10 @@
  */
 #include "datasets/convert.h"
 #include "datasets/jpeg_index.h"
+#include "engine/file.h"
 #include "tools/cmd.h"
 #include <slim/data.h>
 
-#include <errno.h>
 #include <glob.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -628,24 +628,6 @@ static int data_info(int argc, char **argv)
 
 /* ---- data decode -------------------------------------------------------------------- */
 
-static uint8_t *slurp(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rbe");
-    if (!f)
-        return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    uint8_t *b = malloc(n > 0 ? (size_t)n : 1);
-    if (b && n > 0 && fread(b, 1, (size_t)n, f) != (size_t)n) {
-        free(b);
-        b = NULL;
-    }
-    fclose(f);
-    *len = n > 0 ? (size_t)n : 0;
-    return b;
-}
-
 static int data_decode(int argc, char **argv)
 {
     const char *out = NULL;
@@ -682,11 +664,10 @@ static int data_decode(int argc, char **argv)
         return 2;
     }
     size_t len;
-    uint8_t *d = slurp(pos[0], &len);
-    if (!d) {
-        fprintf(stderr, "slimrun data decode: %s: cannot read: %s\n", pos[0], strerror(errno));
-        return 1;
-    }
+    uint8_t *d;
+    slim_error err = {0};
+    if (slim__file_read(pos[0], "image", 0, &d, &len, &err))
+        return fail("data decode", &err);
     slim_decode_opts o = {.channels = channels,
                           .exif_orientation = exif,
                           .scale_denom = scale,
@@ -694,7 +675,6 @@ static int data_decode(int argc, char **argv)
                           .dct_fast = !strcmp(dct, "INTEGER_FAST"),
                           .no_fancy_upscaling = !fancy};
     slim_image img;
-    slim_error err = {0};
     double t0 = now_s();
     slim_status st = slim_image_decode(d, len, &o, &img, &err);
     double t1 = now_s();

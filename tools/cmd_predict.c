@@ -2,10 +2,11 @@
  * from a model and a checkpoint. */
 #include "tools/cli.h"
 
+#include "engine/file.h"
+
 #include <slim/data.h>
 #include <slim/model.h>
 
-#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,43 +36,6 @@ static const flag_def predict_flags[] = {
     {"plugin", FLAG_LIST, P(plugins), P(n_plugins), "load an op plugin (repeatable)"},
 };
 #define N_PREDICT_FLAGS ((int)(sizeof predict_flags / sizeof predict_flags[0]))
-
-static uint8_t *read_file(const char *path, size_t *len, char *err, size_t n)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        snprintf(err, n, "cannot open %s: %s", path, strerror(errno));
-        return NULL;
-    }
-    uint8_t *buf = NULL;
-    size_t cap = 0, used = 0;
-    for (;;) {
-        if (used == cap) {
-            cap = cap ? 2 * cap : 1 << 16;
-            uint8_t *b = realloc(buf, cap);
-            if (!b) {
-                free(buf);
-                fclose(f);
-                snprintf(err, n, "out of memory reading %s", path);
-                return NULL;
-            }
-            buf = b;
-        }
-        size_t got = fread(buf + used, 1, cap - used, f);
-        used += got;
-        if (got == 0)
-            break;
-    }
-    bool bad = ferror(f);
-    fclose(f);
-    if (bad) {
-        free(buf);
-        snprintf(err, n, "cannot read %s", path);
-        return NULL;
-    }
-    *len = used;
-    return buf;
-}
 
 static bool exists(const char *p)
 {
@@ -168,9 +132,9 @@ static int predict_main(int argc, char **argv)
     rc = 0;
     for (int i = 2; i < fr.n_pos; i++) {
         size_t len;
-        uint8_t *data = read_file(fr.pos[i], &len, err, sizeof err);
-        if (!data) {
-            fprintf(stderr, "slimrun predict: %s\n", err);
+        uint8_t *data;
+        if (slim__file_read(fr.pos[i], "image", 0, &data, &len, &e)) {
+            fprintf(stderr, "slimrun predict: %s\n", e.msg);
             rc = 1;
             continue;
         }

@@ -1,6 +1,8 @@
 /* tests/data/tap.c - TAP helpers for the data tests. */
 #include "tests/data/tap.h"
 
+#include "engine/file.h"
+
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -111,21 +113,8 @@ const char *tap_tmpdir(void)
 
 uint8_t *tap_read_file(const char *path, size_t *len)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    uint8_t *p = malloc(n > 0 ? (size_t)n : 1);
-    if (p && n > 0 && fread(p, 1, (size_t)n, f) != (size_t)n) {
-        free(p);
-        p = NULL;
-    }
-    fclose(f);
-    if (p)
-        *len = (size_t)n;
-    return p;
+    uint8_t *p;
+    return slim__file_read(path, NULL, 0, &p, len, NULL) ? NULL : p;
 }
 
 int tap_write_file(const char *path, const void *data, size_t len)
