@@ -1,12 +1,25 @@
 # tests/: the op harness, engine tests, the plugin tests, end-to-end runs.
 # Test programs link libslim_core.la (static, so internal symbols are reachable).
 
+# The op harness: each tests/ops/cases_*.c registers its family of cases
+# (test_ops runs them in this order).
 check_PROGRAMS += tests/ops/test_ops
 tests_ops_test_ops_SOURCES = tests/ops/test_ops.c tests/ops/harness.c tests/ops/harness.h \
-	tests/ops/cases_conv.c tests/ops/cases_conv_chain.c tests/ops/cases_pool.c tests/ops/cases_fc.c \
-	tests/ops/cases_batch_norm.c tests/ops/cases_activation.c tests/ops/cases_softmax.c \
-	tests/ops/cases_elementwise.c tests/ops/cases_shape.c tests/ops/cases_dropout.c \
-	tests/ops/cases_lrn.c tests/ops/cases_loss.c tests/ops/cases_optim.c \
+	tests/ops/cases.h \
+	tests/ops/cases_conv.c \
+	tests/ops/cases_conv_kernels.c \
+	tests/ops/cases_conv_chain.c \
+	tests/ops/cases_pool.c \
+	tests/ops/cases_fc.c \
+	tests/ops/cases_batch_norm.c \
+	tests/ops/cases_activation.c \
+	tests/ops/cases_softmax.c \
+	tests/ops/cases_elementwise.c \
+	tests/ops/cases_shape.c \
+	tests/ops/cases_dropout.c \
+	tests/ops/cases_lrn.c \
+	tests/ops/cases_loss.c \
+	tests/ops/cases_optim.c \
 	tests/ops/cases_optim_adaptive.c
 tests_ops_test_ops_LDADD = libslim_core.la
 TESTS += tests/ops/test_ops

@@ -3,24 +3,10 @@
  * Random inputs for the piecewise-linear ops are drawn from ranges that a finite-difference
  * step is unlikely to straddle a kink in; the known-value cases that sit on a kink skip
  * the gradient check. */
-#include "harness.h"
-
-extern const harness_family harness_family_activation;
+#include "cases.h"
 
 #define CASE(name_, op_, attrs_, n_, ...)                                                          \
     .name = name_, .op = op_, .attrs = attrs_, .n_in = n_, .in = {__VA_ARGS__}
-#define F32(r, ...)                                                                                \
-    {                                                                                              \
-        .rank = r, .dim = { __VA_ARGS__ }                                                          \
-    }
-#define F32R(lo_, hi_, r, ...)                                                                     \
-    {                                                                                              \
-        .rank = r, .dim = {__VA_ARGS__}, .lo = lo_, .hi = hi_                                      \
-    }
-#define VALS(r, v, ...)                                                                            \
-    {                                                                                              \
-        .rank = r, .dim = {__VA_ARGS__}, .values = v                                               \
-    }
 
 static const float relu_x[] = {-2, -0.5f, 0, 0.5f, 3};
 static const float relu_y[] = {0, 0, 0, 0.5f, 3};
@@ -70,5 +56,6 @@ static const harness_case cases[] = {
     {CASE("known", "tanh", NULL, 1, VALS(1, tanh_x, 5)), .expect = tanh_y},
 };
 
-const harness_family harness_family_activation = {"activation", cases,
-                                                  (int)(sizeof cases / sizeof cases[0]), NULL};
+static const harness_family harness_family_activation = {
+    "activation", cases, (int)(sizeof cases / sizeof cases[0]), NULL};
+HARNESS_REGISTER(harness_family_activation)

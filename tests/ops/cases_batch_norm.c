@@ -7,8 +7,6 @@
 #include <stdio.h>
 #include <string.h>
 
-extern const harness_family harness_family_batch_norm;
-
 /* Designated, so that cases may leave any trailing field out. */
 #define CASE(nm, o, a, n) .name = nm, .op = o, .attrs = a, .n_in = n
 
@@ -158,26 +156,6 @@ static int check_moving(const slim_registry *reg, const char *label, const char 
     return ok ? 0 : 1;
 }
 
-/* infer must refuse these shapes with a message naming the problem. */
-static int expect_infer_error(const slim_registry *reg, const char *op, const char *label,
-                              const char *attrs_key, const char *attrs_val,
-                              const slim_tensor_desc *in, int n_in, const char *needle)
-{
-    slim_attrs *a = slim_attrs_new();
-    if (attrs_key)
-        slim_attrs_set_text(a, attrs_key, attrs_val);
-    slim__oprun *r = NULL;
-    slim_error err = {0};
-    slim_status st = slim__oprun_new(reg, op, a, in, n_in, true, 1, &r, &err);
-    slim_attrs_free(a);
-    slim__oprun_free(r);
-    bool ok = st != SLIM_OK && strstr(err.msg, needle) != NULL;
-    harness_ok(ok, "%s/%s: infer refuses it", op, label);
-    if (!ok)
-        harness_diag("status %d, message '%s', expected one containing '%s'", st, err.msg, needle);
-    return ok ? 0 : 1;
-}
-
 static int extra(const slim_registry *reg)
 {
     static const float mm1[] = {0.55f, -0.7f};
@@ -188,8 +166,8 @@ static int extra(const slim_registry *reg)
                                {SLIM_F32, {1, {3}}},
                                {SLIM_F32, {1, {4}}},
                                {SLIM_F32, {1, {4}}}};
-    failed += expect_infer_error(reg, "batch_norm", "bad_beta", NULL, NULL, bad, 5,
-                                 "beta (3) must be (4,), the channels of x (2,2,2,4)");
+    failed += harness_infer_fails(reg, "batch_norm", "bad_beta", NULL, true, bad, 5,
+                                  "beta (3) must be (4,), the channels of x (2,2,2,4)");
     for (int k = 0; k < 3; k++) {
         int nth = k == 1 ? 3 : 1;
         bool ref = k == 2;
@@ -204,5 +182,6 @@ static int extra(const slim_registry *reg)
     return failed;
 }
 
-const harness_family harness_family_batch_norm = {"batch_norm", cases,
-                                                  (int)(sizeof cases / sizeof cases[0]), extra};
+static const harness_family harness_family_batch_norm = {
+    "batch_norm", cases, (int)(sizeof cases / sizeof cases[0]), extra};
+HARNESS_REGISTER(harness_family_batch_norm)

@@ -3,24 +3,14 @@
  * without the expanding product, strides 1 and 2, SAME and VALID, odd sizes,
  * bands that wrap the ring of rows and run into the next image, the
  * residual, and a y large enough to be streamed. */
-#include "harness.h"
+#include "cases.h"
 
-#define X4(a, b, c, d)                                                                             \
-    {                                                                                              \
-        .rank = 4, .dim = { a, b, c, d }                                                           \
-    }
-/* a batch norm's gamma, beta, moving_mean, moving_var for o channels */
-#define BN_IN(o)                                                                                   \
-    {.rank = 1, .dim = {o}, .lo = -1.5, .hi = 1.5}, {.rank = 1, .dim = {o}},                       \
-        {.rank = 1, .dim = {o}, .lo = -0.5, .hi = 0.5},                                            \
-    {                                                                                              \
-        .rank = 1, .dim = {o}, .lo = 0.2, .hi = 2                                                  \
-    }
 /* MobileNet v1's depthwise -> pointwise: x (N,H,W,C1), w_d, bn, w_b, bn */
-#define DW_PW(n, h, w, c1, k, c2) X4(n, h, w, c1), X4(k, k, 1, c1), BN_IN(c1), X4(1, 1, c1, c2), BN_IN(c2)
+#define DW_PW(n, h, w, c1, k, c2)                                                                  \
+    X4(n, h, w, c1), X4(k, k, 1, c1), BN_IN(c1), X4(1, 1, c1, c2), BN_IN(c2)
 /* MobileNet v2's expand -> depthwise -> project */
 #define PW_DW_PW(n, h, w, c0, c1, k, c2)                                                           \
-    X4(n, h, w, c0), X4(1, 1, c0, c1), BN_IN(c1), X4(k, k, 1, c1), BN_IN(c1), X4(1, 1, c1, c2),   \
+    X4(n, h, w, c0), X4(1, 1, c0, c1), BN_IN(c1), X4(k, k, 1, c1), BN_IN(c1), X4(1, 1, c1, c2),    \
         BN_IN(c2)
 
 static const harness_case cases[] = {
@@ -87,5 +77,6 @@ static const harness_case cases[] = {
      .no_grad = true},
 };
 
-const harness_family harness_family_conv_chain = {"conv_chain", cases,
-                                                  (int)(sizeof cases / sizeof cases[0]), NULL};
+static const harness_family harness_family_conv_chain = {
+    "conv_chain", cases, (int)(sizeof cases / sizeof cases[0]), NULL};
+HARNESS_REGISTER(harness_family_conv_chain)

@@ -3,25 +3,15 @@
  * The extra checks run the op directly: the kept fraction is near keep_prob, kept elements
  * are scaled by 1/keep_prob, inference is the identity, backward applies the forward's mask,
  * another step draws another mask, and keep_prob = 1 keeps everything. */
-#include "harness.h"
+#include "cases.h"
 #include "engine/oprun.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-extern const harness_family harness_family_dropout;
-
 #define CASE(name_, op_, attrs_, n_, ...)                                                          \
     .name = name_, .op = op_, .attrs = attrs_, .n_in = n_, .in = {__VA_ARGS__}
-#define F32(r, ...)                                                                                \
-    {                                                                                              \
-        .rank = r, .dim = { __VA_ARGS__ }                                                          \
-    }
-#define VALS(r, v, ...)                                                                            \
-    {                                                                                              \
-        .rank = r, .dim = {__VA_ARGS__}, .values = v                                               \
-    }
 
 static const float x4[] = {1, -2, 3, 0.5f};
 
@@ -130,18 +120,9 @@ static int extra(const slim_registry *reg)
     slim__oprun_free(r);
 
     /* keep_prob = 0 is rejected by infer (the schema range is [0, 1]) */
-    {
-        slim_attrs *a = slim_attrs_new();
-        slim_attrs_set_float(a, "keep_prob", 0.0);
-        slim_tensor_desc d = {SLIM_F32, {.rank = 1, .dim = {4}}};
-        slim__oprun *bad = NULL;
-        slim_error err = {0};
-        slim_status st = slim__oprun_new(reg, "dropout", a, &d, 1, true, 1, &bad, &err);
-        slim__oprun_free(bad);
-        slim_attrs_free(a);
-        harness_ok(st != SLIM_OK && strstr(err.msg, "must be in (0, 1]"),
-                   "dropout/extra: keep_prob=0 fails in infer (%s)", err.msg);
-    }
+    slim_tensor_desc d4[] = {HARNESS_DESC(1, 4)};
+    harness_infer_fails(reg, "dropout", "keep_prob_0", "keep_prob=0", true, d4, 1,
+                        "must be in (0, 1]");
 
     /* keep_prob = 1 in training: nothing dropped, nothing scaled */
     r = run(reg, 1.0, true, 3, N, x, 5);
@@ -158,5 +139,6 @@ out:
     return harness_failures() - before;
 }
 
-const harness_family harness_family_dropout = {"dropout", cases,
-                                               (int)(sizeof cases / sizeof cases[0]), extra};
+static const harness_family harness_family_dropout = {"dropout", cases,
+                                                      (int)(sizeof cases / sizeof cases[0]), extra};
+HARNESS_REGISTER(harness_family_dropout)

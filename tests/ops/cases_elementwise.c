@@ -2,23 +2,12 @@
  * pattern (scalar, row, column, outer product, (N,1,1,C) vs (N,H,W,C), either side broadcast,
  * rank-extended), residual sums of 3 and 4 inputs, and known values. The backward checks
  * cover the reductions over broadcast dimensions. */
-#include "harness.h"
-#include "engine/oprun.h"
+#include "cases.h"
 
 #include <string.h>
 
-extern const harness_family harness_family_elementwise;
-
 #define CASE(name_, op_, attrs_, n_, ...)                                                          \
     .name = name_, .op = op_, .attrs = attrs_, .n_in = n_, .in = {__VA_ARGS__}
-#define F32(r, ...)                                                                                \
-    {                                                                                              \
-        .rank = r, .dim = { __VA_ARGS__ }                                                          \
-    }
-#define VALS(r, v, ...)                                                                            \
-    {                                                                                              \
-        .rank = r, .dim = {__VA_ARGS__}, .values = v                                               \
-    }
 
 static const float m22[] = {1, 2, 3, 4}, row2[] = {10, 20}, col2[] = {2, 3};
 static const float add_row[] = {11, 22, 13, 24};   /* [[1,2],[3,4]] + [10,20] */
@@ -49,8 +38,10 @@ static const harness_case cases[] = {
     /* a residual add with its ReLU (ResNet v1): one pass, dy masked by y */
     {CASE("relu", "add", "activation=relu", 2, F32(4, 2, 5, 3, 7), F32(4, 2, 5, 3, 7)),
      .training = true},
-    {CASE("relu6_three", "add", "activation=relu6", 3, {.rank = 2, .dim = {9, 11}, .lo = -4, .hi = 4},
-          {.rank = 2, .dim = {9, 11}, .lo = -4, .hi = 4}, {.rank = 2, .dim = {9, 11}, .lo = -4, .hi = 4}),
+    {CASE("relu6_three", "add", "activation=relu6", 3,
+          {.rank = 2, .dim = {9, 11}, .lo = -4, .hi = 4},
+          {.rank = 2, .dim = {9, 11}, .lo = -4, .hi = 4},
+          {.rank = 2, .dim = {9, 11}, .lo = -4, .hi = 4}),
      .training = true},
     {CASE("four", "add", NULL, 4, F32(2, 3, 7), F32(2, 3, 7), F32(2, 3, 7), F32(2, 3, 7))},
     {CASE("known_row", "add", NULL, 2, VALS(2, m22, 2, 2), VALS(1, row2, 2)), .expect = add_row},
@@ -83,51 +74,29 @@ static const harness_case cases[] = {
     {CASE("known", "bias_add", NULL, 2, VALS(2, m22, 2, 2), VALS(1, bias_b, 2)), .expect = bias_y},
 };
 
-#define DESC(r, ...)                                                                               \
-    {                                                                                              \
-        SLIM_F32,                                                                                  \
-        {                                                                                          \
-            .rank = r, .dim = { __VA_ARGS__ }                                                      \
-        }                                                                                          \
-    }
-
-/* infer must reject the inputs (attribute key=val, or none) with a message containing want. */
-static void expect_error(const slim_registry *reg, const char *label, const char *op,
-                         const char *key, const char *val, int n, const slim_tensor_desc *in,
-                         const char *want)
-{
-    slim_attrs *a = slim_attrs_new();
-    if (key)
-        slim_attrs_set_text(a, key, val);
-    slim__oprun *r = NULL;
-    slim_error err = {0};
-    slim_status st = slim__oprun_new(reg, op, a, in, n, false, 1, &r, &err);
-    slim__oprun_free(r);
-    slim_attrs_free(a);
-    bool ok = st != SLIM_OK && strstr(err.msg, want);
-    harness_ok(ok, "%s/%s: infer fails with \"%s\"", op, label, want);
-    if (!ok)
-        harness_diag("got status %d: %s", st, err.msg);
-}
-
 static int extra(const slim_registry *reg)
 {
     int before = harness_failures();
-    slim_tensor_desc mismatch[] = {DESC(2, 2, 3), DESC(1, 4)};
-    expect_error(reg, "no_broadcast", "add", NULL, NULL, 2, mismatch, "do not broadcast");
-    expect_error(reg, "no_broadcast", "multiply", NULL, NULL, 2, mismatch, "do not broadcast");
-    slim_tensor_desc three[] = {DESC(2, 2, 3), DESC(2, 2, 3), DESC(2, 1, 3)};
-    expect_error(reg, "three_unequal", "add", NULL, NULL, 3, three, "all shapes must be equal");
-    slim_tensor_desc bc[] = {DESC(2, 2, 3), DESC(1, 3)};
-    expect_error(reg, "relu_broadcast", "add", "activation", "relu", 2, bc,
-                 "activation=relu needs inputs of one shape (no broadcasting), got (2,3) and (3)");
-    slim_tensor_desc ints[] = {DESC(2, 2, 3), DESC(2, 2, 3)};
+    slim_tensor_desc mismatch[] = {HARNESS_DESC(2, 2, 3), HARNESS_DESC(1, 4)};
+    harness_infer_fails(reg, "add", "no_broadcast", NULL, false, mismatch, 2, "do not broadcast");
+    harness_infer_fails(reg, "multiply", "no_broadcast", NULL, false, mismatch, 2,
+                        "do not broadcast");
+    slim_tensor_desc three[] = {HARNESS_DESC(2, 2, 3), HARNESS_DESC(2, 2, 3),
+                                HARNESS_DESC(2, 1, 3)};
+    harness_infer_fails(reg, "add", "three_unequal", NULL, false, three, 3,
+                        "all shapes must be equal");
+    slim_tensor_desc bc[] = {HARNESS_DESC(2, 2, 3), HARNESS_DESC(1, 3)};
+    harness_infer_fails(
+        reg, "add", "relu_broadcast", "activation=relu", false, bc, 2,
+        "activation=relu needs inputs of one shape (no broadcasting), got (2,3) and (3)");
+    slim_tensor_desc ints[] = {HARNESS_DESC(2, 2, 3), HARNESS_DESC(2, 2, 3)};
     ints[1].dtype = SLIM_I32;
-    expect_error(reg, "int_input", "multiply", NULL, NULL, 2, ints, "must be f32");
-    slim_tensor_desc bias[] = {DESC(2, 2, 3), DESC(1, 4)};
-    expect_error(reg, "bias_channels", "bias_add", NULL, NULL, 2, bias, "3 channels");
+    harness_infer_fails(reg, "multiply", "int_input", NULL, false, ints, 2, "must be f32");
+    slim_tensor_desc bias[] = {HARNESS_DESC(2, 2, 3), HARNESS_DESC(1, 4)};
+    harness_infer_fails(reg, "bias_add", "bias_channels", NULL, false, bias, 2, "3 channels");
     return harness_failures() - before;
 }
 
-const harness_family harness_family_elementwise = {"elementwise", cases,
-                                                   (int)(sizeof cases / sizeof cases[0]), extra};
+static const harness_family harness_family_elementwise = {
+    "elementwise", cases, (int)(sizeof cases / sizeof cases[0]), extra};
+HARNESS_REGISTER(harness_family_elementwise)

@@ -1,19 +1,11 @@
 /* tests/ops/cases_fc.c - fully_connected and matmul: shapes that split by rows and by
  * columns across threads, every transpose combination, batched and shared (2-D) b. */
-#include "engine/oprun.h"
-#include "harness.h"
+#include "cases.h"
 
 #include <string.h>
 
-extern const harness_family harness_family_fc;
-
 /* Designated, so that cases may leave any trailing field out. */
 #define CASE(nm, o, a, n) .name = nm, .op = o, .attrs = a, .n_in = n
-
-#define F32(r, ...)                                                                                \
-    {                                                                                              \
-        .rank = r, .dim = { __VA_ARGS__ }                                                          \
-    }
 
 /* y = x w + b by hand: x = [[1,2],[3,4]], w = [[1,0],[-1,2]], b = [0.5,-1]. */
 static const float fc_x[] = {1, 2, 3, 4}, fc_w[] = {1, 0, -1, 2}, fc_b[] = {0.5f, -1};
@@ -76,57 +68,27 @@ static const harness_case cases[] = {
      .expect = mm_y},
 };
 
-/* infer must refuse these shapes with a message naming the problem. */
-static int expect_infer_error(const slim_registry *reg, const char *op, const char *label,
-                              const char *attrs_key, const char *attrs_val,
-                              const slim_tensor_desc *in, int n_in, const char *needle)
-{
-    slim_attrs *a = slim_attrs_new();
-    if (attrs_key)
-        slim_attrs_set_text(a, attrs_key, attrs_val);
-    slim__oprun *r = NULL;
-    slim_error err = {0};
-    slim_status st = slim__oprun_new(reg, op, a, in, n_in, true, 1, &r, &err);
-    slim_attrs_free(a);
-    slim__oprun_free(r);
-    bool ok = st != SLIM_OK && strstr(err.msg, needle) != NULL;
-    harness_ok(ok, "%s/%s: infer refuses it", op, label);
-    if (!ok)
-        harness_diag("status %d, message '%s', expected one containing '%s'", st, err.msg, needle);
-    return ok ? 0 : 1;
-}
-
-#define T(r, ...)                                                                                  \
-    {                                                                                              \
-        SLIM_F32,                                                                                  \
-        {                                                                                          \
-            r,                                                                                     \
-            {                                                                                      \
-                __VA_ARGS__                                                                        \
-            }                                                                                      \
-        }                                                                                          \
-    }
-
 static int extra(const slim_registry *reg)
 {
     int failed = 0;
-    slim_tensor_desc fc_k[] = {T(2, 2, 5), T(2, 4, 3)};
-    failed += expect_infer_error(reg, "fully_connected", "bad_k", NULL, NULL, fc_k, 2,
-                                 "has 5 features per example but the weights (4,3) expect 4");
-    slim_tensor_desc fc_bias[] = {T(2, 2, 4), T(2, 4, 3), T(1, 4)};
-    failed += expect_infer_error(reg, "fully_connected", "bad_bias", NULL, NULL, fc_bias, 3,
-                                 "bias (4) must be (3,)");
-    slim_tensor_desc mm_k[] = {T(2, 2, 3), T(2, 4, 5)};
+    slim_tensor_desc fc_k[] = {HARNESS_DESC(2, 2, 5), HARNESS_DESC(2, 4, 3)};
+    failed += harness_infer_fails(reg, "fully_connected", "bad_k", NULL, true, fc_k, 2,
+                                  "has 5 features per example but the weights (4,3) expect 4");
+    slim_tensor_desc fc_bias[] = {HARNESS_DESC(2, 2, 4), HARNESS_DESC(2, 4, 3), HARNESS_DESC(1, 4)};
+    failed += harness_infer_fails(reg, "fully_connected", "bad_bias", NULL, true, fc_bias, 3,
+                                  "bias (4) must be (3,)");
+    slim_tensor_desc mm_k[] = {HARNESS_DESC(2, 2, 3), HARNESS_DESC(2, 4, 5)};
     failed +=
-        expect_infer_error(reg, "matmul", "bad_k", NULL, NULL, mm_k, 2, "inner dimensions differ");
-    slim_tensor_desc mm_kt[] = {T(2, 3, 2), T(2, 3, 5)};
-    failed += expect_infer_error(reg, "matmul", "bad_k_transposed", "transpose_b", "true", mm_kt, 2,
-                                 "gives K=2, b (3,5) gives K=5");
-    slim_tensor_desc mm_batch[] = {T(3, 2, 2, 3), T(3, 3, 3, 4)};
-    failed += expect_infer_error(reg, "matmul", "bad_batch", NULL, NULL, mm_batch, 2,
-                                 "batch dimensions of a (2,2,3) and b (3,3,4) must be equal");
+        harness_infer_fails(reg, "matmul", "bad_k", NULL, true, mm_k, 2, "inner dimensions differ");
+    slim_tensor_desc mm_kt[] = {HARNESS_DESC(2, 3, 2), HARNESS_DESC(2, 3, 5)};
+    failed += harness_infer_fails(reg, "matmul", "bad_k_transposed", "transpose_b=true", true,
+                                  mm_kt, 2, "gives K=2, b (3,5) gives K=5");
+    slim_tensor_desc mm_batch[] = {HARNESS_DESC(3, 2, 2, 3), HARNESS_DESC(3, 3, 3, 4)};
+    failed += harness_infer_fails(reg, "matmul", "bad_batch", NULL, true, mm_batch, 2,
+                                  "batch dimensions of a (2,2,3) and b (3,3,4) must be equal");
     return failed;
 }
 
-const harness_family harness_family_fc = {"fc", cases, (int)(sizeof cases / sizeof cases[0]),
-                                          extra};
+static const harness_family harness_family_fc = {"fc", cases, (int)(sizeof cases / sizeof cases[0]),
+                                                 extra};
+HARNESS_REGISTER(harness_family_fc)

@@ -1,11 +1,8 @@
 /* tests/ops/cases_loss.c - softmax_cross_entropy (label smoothing, offsets, i32/i64
  * labels, out-of-range labels), l2_loss and in_top_k (ties, k = 2), with known values. */
-#include "engine/oprun.h"
 #include "harness.h"
 
 #include <string.h>
-
-extern const harness_family harness_family_loss;
 
 /* Designated, so that cases may leave any trailing field out. */
 #define CASE(nm, o, a, n) .name = nm, .op = o, .attrs = a, .n_in = n
@@ -105,40 +102,21 @@ static const harness_case cases[] = {
     TK_KNOWN("known_out_of_range", "k=2", tk_bad_labels, tk_bad),
 };
 
-/* infer must refuse these shapes with a message naming the problem. */
-static int expect_infer_error(const slim_registry *reg, const char *op, const char *label,
-                              const char *attrs_key, const char *attrs_val,
-                              const slim_tensor_desc *in, int n_in, const char *needle)
-{
-    slim_attrs *a = slim_attrs_new();
-    if (attrs_key)
-        slim_attrs_set_text(a, attrs_key, attrs_val);
-    slim__oprun *r = NULL;
-    slim_error err = {0};
-    slim_status st = slim__oprun_new(reg, op, a, in, n_in, true, 1, &r, &err);
-    slim_attrs_free(a);
-    slim__oprun_free(r);
-    bool ok = st != SLIM_OK && strstr(err.msg, needle) != NULL;
-    harness_ok(ok, "%s/%s: infer refuses it", op, label);
-    if (!ok)
-        harness_diag("status %d, message '%s', expected one containing '%s'", st, err.msg, needle);
-    return ok ? 0 : 1;
-}
-
 static int extra(const slim_registry *reg)
 {
     int failed = 0;
     slim_tensor_desc rows[] = {{SLIM_F32, {2, {2, 5}}}, {SLIM_I32, {1, {3}}}};
-    failed += expect_infer_error(reg, "softmax_cross_entropy", "label_count", NULL, NULL, rows, 2,
-                                 "labels (3) must be (2,), one per row of logits (2,5)");
+    failed += harness_infer_fails(reg, "softmax_cross_entropy", "label_count", NULL, true, rows, 2,
+                                  "labels (3) must be (2,), one per row of logits (2,5)");
     slim_tensor_desc ftype[] = {{SLIM_F32, {2, {2, 5}}}, {SLIM_F32, {1, {2}}}};
-    failed += expect_infer_error(reg, "softmax_cross_entropy", "float_labels", NULL, NULL, ftype, 2,
-                                 "labels must be i32 or i64");
+    failed += harness_infer_fails(reg, "softmax_cross_entropy", "float_labels", NULL, true, ftype,
+                                  2, "labels must be i32 or i64");
     slim_tensor_desc rank3[] = {{SLIM_F32, {3, {2, 5, 1}}}, {SLIM_I64, {1, {2}}}};
-    failed += expect_infer_error(reg, "in_top_k", "rank3", NULL, NULL, rank3, 2,
-                                 "predictions (2,5,1) must be (N,K)");
+    failed += harness_infer_fails(reg, "in_top_k", "rank3", NULL, true, rank3, 2,
+                                  "predictions (2,5,1) must be (N,K)");
     return failed;
 }
 
-const harness_family harness_family_loss = {"loss", cases, (int)(sizeof cases / sizeof cases[0]),
-                                            extra};
+static const harness_family harness_family_loss = {"loss", cases,
+                                                   (int)(sizeof cases / sizeof cases[0]), extra};
+HARNESS_REGISTER(harness_family_loss)

@@ -2,24 +2,10 @@
  * every beta special case (0.5, 0.75, 1) and a general one, radius 0 and a radius wider than
  * the channels, one channel, batch 1, and known values on tiny vectors. Strong alpha makes
  * the cross-channel term of the gradient matter. */
-#include "harness.h"
-
-extern const harness_family harness_family_lrn;
+#include "cases.h"
 
 #define CASE(name_, op_, attrs_, n_, ...)                                                          \
     .name = name_, .op = op_, .attrs = attrs_, .n_in = n_, .in = {__VA_ARGS__}
-#define F32(r, ...)                                                                                \
-    {                                                                                              \
-        .rank = r, .dim = { __VA_ARGS__ }                                                          \
-    }
-#define F32R(lo_, hi_, r, ...)                                                                     \
-    {                                                                                              \
-        .rank = r, .dim = {__VA_ARGS__}, .lo = lo_, .hi = hi_                                      \
-    }
-#define VALS(r, v, ...)                                                                            \
-    {                                                                                              \
-        .rank = r, .dim = {__VA_ARGS__}, .values = v                                               \
-    }
 
 /* x = [1,2,3], r = 1, bias 1, alpha 1, beta 1: S = [5,14,13], n = [6,15,14], y = x/n. */
 static const float x123[] = {1, 2, 3};
@@ -50,5 +36,6 @@ static const harness_case cases[] = {
      .expect = y_r0},
 };
 
-const harness_family harness_family_lrn = {"lrn", cases, (int)(sizeof cases / sizeof cases[0]),
-                                           NULL};
+static const harness_family harness_family_lrn = {"lrn", cases,
+                                                  (int)(sizeof cases / sizeof cases[0]), NULL};
+HARNESS_REGISTER(harness_family_lrn)

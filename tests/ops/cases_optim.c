@@ -9,8 +9,6 @@
 #include <stdio.h>
 #include <string.h>
 
-extern const harness_family harness_family_optim;
-
 /* Designated, so that cases may leave any trailing field out. */
 #define CASE(nm, o, a, n) .name = nm, .op = o, .attrs = a, .n_in = n
 
@@ -129,5 +127,6 @@ static int extra(const slim_registry *reg)
     return failed;
 }
 
-const harness_family harness_family_optim = {"optim", cases, (int)(sizeof cases / sizeof cases[0]),
-                                             extra};
+static const harness_family harness_family_optim = {"optim", cases,
+                                                    (int)(sizeof cases / sizeof cases[0]), extra};
+HARNESS_REGISTER(harness_family_optim)

@@ -21,8 +21,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-extern const harness_family harness_family_optim_adaptive;
-
 #define CASE(nm, o, a, n) .name = nm, .op = o, .attrs = a, .n_in = n
 
 /* the param and the slots are state; positive slot values keep the roots real */
@@ -302,5 +300,6 @@ static int extra(const slim_registry *reg)
     return failed;
 }
 
-const harness_family harness_family_optim_adaptive = {"optim_adaptive", cases,
-                                                      (int)(sizeof cases / sizeof cases[0]), extra};
+static const harness_family harness_family_optim_adaptive = {
+    "optim_adaptive", cases, (int)(sizeof cases / sizeof cases[0]), extra};
+HARNESS_REGISTER(harness_family_optim_adaptive)

@@ -2,14 +2,7 @@
  * with odd and even windows, VALID, EXPLICIT pads, ceil_mode, dilation,
  * count_include_pad both ways, channel counts over one backward block, and
  * hand-computed values. */
-#include "harness.h"
-
-extern const harness_family harness_family_pool;
-
-#define X4(a, b, c, d)                                                                             \
-    {                                                                                              \
-        .rank = 4, .dim = { a, b, c, d }                                                           \
-    }
+#include "cases.h"
 
 /* 3x3 image 1..9 and its negation */
 static const float img3[] = {1, 2, 3, 4, 5, 6, 7, 8, 9};
@@ -298,5 +291,6 @@ static const harness_case cases[] = {
     {.name = "batch2_1x1", .op = "global_avg_pool", .attrs = "", .n_in = 1, .in = {X4(2, 1, 1, 5)}},
 };
 
-const harness_family harness_family_pool = {"pool", cases, (int)(sizeof cases / sizeof cases[0]),
-                                            NULL};
+static const harness_family harness_family_pool = {"pool", cases,
+                                                   (int)(sizeof cases / sizeof cases[0]), NULL};
+HARNESS_REGISTER(harness_family_pool)

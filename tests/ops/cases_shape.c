@@ -2,23 +2,12 @@
  * with asymmetric paddings (on inner axes, on the last axis, pads as large as each mode
  * allows), reshape with -1 and 0, flatten at every axis, squeeze with and without axes,
  * and known values for each pad mode. */
-#include "harness.h"
-#include "engine/oprun.h"
+#include "cases.h"
 
 #include <string.h>
 
-extern const harness_family harness_family_shape;
-
 #define CASE(name_, op_, attrs_, n_, ...)                                                          \
     .name = name_, .op = op_, .attrs = attrs_, .n_in = n_, .in = {__VA_ARGS__}
-#define F32(r, ...)                                                                                \
-    {                                                                                              \
-        .rank = r, .dim = { __VA_ARGS__ }                                                          \
-    }
-#define VALS(r, v, ...)                                                                            \
-    {                                                                                              \
-        .rank = r, .dim = {__VA_ARGS__}, .values = v                                               \
-    }
 
 static const float cat_a[] = {1, 2, 3, 4}, cat_b[] = {5, 6};
 static const float cat_y[] = {1, 2, 5, 3, 4, 6};  /* [[1,2],[3,4]] ++ [[5],[6]] on axis 1 */
@@ -92,67 +81,35 @@ static const harness_case cases[] = {
     {CASE("known", "squeeze", NULL, 1, VALS(3, six, 1, 6, 1)), .expect = six},
 };
 
-#define DESC(r, ...)                                                                               \
-    {                                                                                              \
-        SLIM_F32,                                                                                  \
-        {                                                                                          \
-            .rank = r, .dim = { __VA_ARGS__ }                                                      \
-        }                                                                                          \
-    }
-
-/* infer must reject the inputs with attributes a with a message containing want (frees a). */
-static void expect_error_attrs(const slim_registry *reg, const char *label, const char *op,
-                               slim_attrs *a, int n, const slim_tensor_desc *in, const char *want)
-{
-    slim__oprun *r = NULL;
-    slim_error err = {0};
-    slim_status st = slim__oprun_new(reg, op, a, in, n, false, 1, &r, &err);
-    slim__oprun_free(r);
-    slim_attrs_free(a);
-    bool ok = st != SLIM_OK && strstr(err.msg, want);
-    harness_ok(ok, "%s/%s: infer fails with \"%s\"", op, label, want);
-    if (!ok)
-        harness_diag("got status %d: %s", st, err.msg);
-}
-
-/* The same with one attribute key=val (or none). */
-static void expect_error(const slim_registry *reg, const char *label, const char *op,
-                         const char *key, const char *val, int n, const slim_tensor_desc *in,
-                         const char *want)
-{
-    slim_attrs *a = slim_attrs_new();
-    if (key)
-        slim_attrs_set_text(a, key, val);
-    expect_error_attrs(reg, label, op, a, n, in, want);
-}
-
 static int extra(const slim_registry *reg)
 {
     int before = harness_failures();
-    slim_tensor_desc cat[] = {DESC(2, 2, 3), DESC(2, 2, 4)};
-    expect_error(reg, "mismatch", "concat", "axis", "0", 2, cat, "equal except along axis 0");
-    expect_error(reg, "bad_axis", "concat", "axis", "2", 2, cat, "out of range");
-    slim_tensor_desc x[] = {DESC(2, 3, 4)};
-    expect_error(reg, "pad_count", "pad", "paddings", "[1,1]", 1, x, "needs 4");
-    slim_attrs *a = slim_attrs_new();
-    slim_attrs_set_text(a, "paddings", "[0,0,4,0]");
-    slim_attrs_set_text(a, "mode", "REFLECT");
-    expect_error_attrs(reg, "reflect_too_large", "pad", a, 1, x, "at most 3 each");
-    a = slim_attrs_new();
-    slim_attrs_set_text(a, "paddings", "[0,0,0,5]");
-    slim_attrs_set_text(a, "mode", "SYMMETRIC");
-    expect_error_attrs(reg, "symmetric_too_large", "pad", a, 1, x, "at most 4 each");
-    expect_error(reg, "pad_negative", "pad", "paddings", "[0,0,-1,0]", 1, x, "must be >= 0");
-    expect_error(reg, "reshape_numel", "reshape", "shape", "[5,-1]", 1, x, "not a multiple");
-    expect_error(reg, "reshape_size", "reshape", "shape", "[5,2]", 1, x, "cannot reshape");
-    expect_error(reg, "reshape_two_infer", "reshape", "shape", "[-1,-1]", 1, x, "more than one -1");
-    expect_error(reg, "reshape_zero", "reshape", "shape", "[2,6,0]", 1, x, "has rank 2");
-    expect_error(reg, "flatten_axis", "flatten", "axis", "3", 1, x, "out of range");
-    slim_tensor_desc s[] = {DESC(3, 1, 3, 1)};
-    expect_error(reg, "not_one", "squeeze", "axes", "[1]", 1, s, "only size-1 axes");
-    expect_error(reg, "twice", "squeeze", "axes", "[0,-3]", 1, s, "listed twice");
+    slim_tensor_desc cat[] = {HARNESS_DESC(2, 2, 3), HARNESS_DESC(2, 2, 4)};
+    harness_infer_fails(reg, "concat", "mismatch", "axis=0", false, cat, 2,
+                        "equal except along axis 0");
+    harness_infer_fails(reg, "concat", "bad_axis", "axis=2", false, cat, 2, "out of range");
+    slim_tensor_desc x[] = {HARNESS_DESC(2, 3, 4)};
+    harness_infer_fails(reg, "pad", "pad_count", "paddings=[1,1]", false, x, 1, "needs 4");
+    harness_infer_fails(reg, "pad", "reflect_too_large", "paddings=[0,0,4,0]; mode=REFLECT", false,
+                        x, 1, "at most 3 each");
+    harness_infer_fails(reg, "pad", "symmetric_too_large", "paddings=[0,0,0,5]; mode=SYMMETRIC",
+                        false, x, 1, "at most 4 each");
+    harness_infer_fails(reg, "pad", "pad_negative", "paddings=[0,0,-1,0]", false, x, 1,
+                        "must be >= 0");
+    harness_infer_fails(reg, "reshape", "reshape_numel", "shape=[5,-1]", false, x, 1,
+                        "not a multiple");
+    harness_infer_fails(reg, "reshape", "reshape_size", "shape=[5,2]", false, x, 1,
+                        "cannot reshape");
+    harness_infer_fails(reg, "reshape", "reshape_two_infer", "shape=[-1,-1]", false, x, 1,
+                        "more than one -1");
+    harness_infer_fails(reg, "reshape", "reshape_zero", "shape=[2,6,0]", false, x, 1, "has rank 2");
+    harness_infer_fails(reg, "flatten", "flatten_axis", "axis=3", false, x, 1, "out of range");
+    slim_tensor_desc s[] = {HARNESS_DESC(3, 1, 3, 1)};
+    harness_infer_fails(reg, "squeeze", "not_one", "axes=[1]", false, s, 1, "only size-1 axes");
+    harness_infer_fails(reg, "squeeze", "twice", "axes=[0,-3]", false, s, 1, "listed twice");
     return harness_failures() - before;
 }
 
-const harness_family harness_family_shape = {"shape", cases, (int)(sizeof cases / sizeof cases[0]),
-                                             extra};
+static const harness_family harness_family_shape = {"shape", cases,
+                                                    (int)(sizeof cases / sizeof cases[0]), extra};
+HARNESS_REGISTER(harness_family_shape)

@@ -1,27 +1,12 @@
 /* tests/ops/cases_softmax.c - softmax and log_softmax: the last axis (rows), an inner axis
  * of a 3-D and a 4-D tensor (strided columns, including more than one column block), batch 1,
  * a single class, and known values, also for large logits (stability). */
-#include "harness.h"
-#include "engine/oprun.h"
+#include "cases.h"
 
 #include <string.h>
 
-extern const harness_family harness_family_softmax;
-
 #define CASE(name_, op_, attrs_, n_, ...)                                                          \
     .name = name_, .op = op_, .attrs = attrs_, .n_in = n_, .in = {__VA_ARGS__}
-#define F32(r, ...)                                                                                \
-    {                                                                                              \
-        .rank = r, .dim = { __VA_ARGS__ }                                                          \
-    }
-#define F32R(lo_, hi_, r, ...)                                                                     \
-    {                                                                                              \
-        .rank = r, .dim = {__VA_ARGS__}, .lo = lo_, .hi = hi_                                      \
-    }
-#define VALS(r, v, ...)                                                                            \
-    {                                                                                              \
-        .rank = r, .dim = {__VA_ARGS__}, .values = v                                               \
-    }
 
 /* softmax([1,2,3]) = e^k / (e + e^2 + e^3); log_softmax = k - log(e + e^2 + e^3). */
 static const float x123[] = {1, 2, 3};
@@ -60,43 +45,17 @@ static const harness_case cases[] = {
      .no_grad = true},
 };
 
-#define DESC(r, ...)                                                                               \
-    {                                                                                              \
-        SLIM_F32,                                                                                  \
-        {                                                                                          \
-            .rank = r, .dim = { __VA_ARGS__ }                                                      \
-        }                                                                                          \
-    }
-
-/* infer must reject the inputs (attribute key=val, or none) with a message containing want. */
-static void expect_error(const slim_registry *reg, const char *label, const char *op,
-                         const char *key, const char *val, int n, const slim_tensor_desc *in,
-                         const char *want)
-{
-    slim_attrs *a = slim_attrs_new();
-    if (key)
-        slim_attrs_set_text(a, key, val);
-    slim__oprun *r = NULL;
-    slim_error err = {0};
-    slim_status st = slim__oprun_new(reg, op, a, in, n, false, 1, &r, &err);
-    slim__oprun_free(r);
-    slim_attrs_free(a);
-    bool ok = st != SLIM_OK && strstr(err.msg, want);
-    harness_ok(ok, "%s/%s: infer fails with \"%s\"", op, label, want);
-    if (!ok)
-        harness_diag("got status %d: %s", st, err.msg);
-}
-
 static int extra(const slim_registry *reg)
 {
     int before = harness_failures();
-    slim_tensor_desc x[] = {DESC(2, 3, 4)};
-    expect_error(reg, "axis", "softmax", "axis", "2", 1, x, "out of range");
-    expect_error(reg, "axis", "log_softmax", "axis", "-3", 1, x, "out of range");
-    slim_tensor_desc s[] = {DESC(0, 0)};
-    expect_error(reg, "scalar", "softmax", NULL, NULL, 1, s, "rank >= 1");
+    slim_tensor_desc x[] = {HARNESS_DESC(2, 3, 4)};
+    harness_infer_fails(reg, "softmax", "axis", "axis=2", false, x, 1, "out of range");
+    harness_infer_fails(reg, "log_softmax", "axis", "axis=-3", false, x, 1, "out of range");
+    slim_tensor_desc s[] = {HARNESS_DESC(0, 0)};
+    harness_infer_fails(reg, "softmax", "scalar", NULL, false, s, 1, "rank >= 1");
     return harness_failures() - before;
 }
 
-const harness_family harness_family_softmax = {"softmax", cases,
-                                               (int)(sizeof cases / sizeof cases[0]), extra};
+static const harness_family harness_family_softmax = {"softmax", cases,
+                                                      (int)(sizeof cases / sizeof cases[0]), extra};
+HARNESS_REGISTER(harness_family_softmax)

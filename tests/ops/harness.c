@@ -10,6 +10,29 @@
 
 static int n_checks, n_failed;
 
+/* ---- the families (registered before main) ------------------------------------- */
+
+#define MAX_FAMILIES 64
+static const harness_family *families[MAX_FAMILIES];
+static int n_families;
+
+void harness_family_add(const harness_family *f)
+{
+    if (n_families == MAX_FAMILIES) { /* before main: no TAP yet */
+        fprintf(stderr, "harness: more than %d families; raise MAX_FAMILIES\n", MAX_FAMILIES);
+        abort();
+    }
+    families[n_families++] = f;
+}
+
+const harness_family *const *harness_families(int *n)
+{
+    *n = n_families;
+    return families;
+}
+
+/* ---- TAP ------------------------------------------------------------------------- */
+
 void harness_ok(bool ok, const char *fmt, ...)
 {
     va_list ap;
@@ -31,6 +54,27 @@ void harness_diag(const char *fmt, ...)
     vprintf(fmt, ap);
     printf("\n");
     va_end(ap);
+}
+
+int harness_infer_fails(const slim_registry *reg, const char *op, const char *label,
+                        const char *attrs, bool training, const slim_tensor_desc *in, int n_in,
+                        const char *want)
+{
+    slim_attrs *a = slim_attrs_new();
+    slim__oprun *r = NULL;
+    slim_error err = {0};
+    slim_status st = slim_attrs_set_list(a, attrs);
+    if (st == SLIM_OK)
+        st = slim__oprun_new(reg, op, a, in, n_in, training, 1, &r, &err);
+    else
+        snprintf(err.msg, sizeof err.msg, "the attribute text '%s' does not parse", attrs);
+    slim__oprun_free(r);
+    slim_attrs_free(a);
+    bool ok = st != SLIM_OK && strstr(err.msg, want) != NULL;
+    harness_ok(ok, "%s/%s: infer fails with \"%s\"", op, label, want);
+    if (!ok)
+        harness_diag("status %d, message '%s'", st, st ? err.msg : "(accepted)");
+    return ok ? 0 : 1;
 }
 
 int harness_failures(void)
@@ -258,8 +302,8 @@ int harness_run(const slim_registry *reg, const harness_case *c)
             if (!((inf->in_place[j] >> i) & 1u))
                 continue;
             if (in[i].bytes != ref[j].bytes) {
-                harness_ok(false, "%s: output %d over input %d: %zu bytes against %zu", label, j,
-                           i, ref[j].bytes, in[i].bytes);
+                harness_ok(false, "%s: output %d over input %d: %zu bytes against %zu", label, j, i,
+                           ref[j].bytes, in[i].bytes);
                 continue;
             }
             for (int k = 0; k < 3; k++) {
@@ -368,7 +412,8 @@ int harness_run(const slim_registry *reg, const harness_case *c)
                 if (!din[i] || !rwf[j] || !((inf->bwd_in_place[i] >> j) & 1u))
                     continue;
                 if ((size_t)in[i].n != (size_t)ref[j].n) {
-                    harness_ok(false, "%s: gradient of input %d over output %d's: %lld against %lld",
+                    harness_ok(false,
+                               "%s: gradient of input %d over output %d's: %lld against %lld",
                                label, i, j, (long long)in[i].n, (long long)ref[j].n);
                     continue;
                 }
@@ -398,8 +443,8 @@ int harness_run(const slim_registry *reg, const harness_case *c)
                     bool same = true;
                     for (int m = 0; m < c->n_in; m++)
                         if (apart[m])
-                            same = same && memcmp(apart[m], over[m],
-                                                  (size_t)in[m].n * sizeof(float)) == 0;
+                            same = same &&
+                                   memcmp(apart[m], over[m], (size_t)in[m].n * sizeof(float)) == 0;
                     harness_ok(same,
                                "%s: backward %s with input %d's gradient over output %d's is "
                                "bit-identical",

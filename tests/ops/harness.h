@@ -48,13 +48,31 @@ typedef struct harness_case {
 /* Run one case; prints TAP lines through harness_ok. Returns the number of failures. */
 int harness_run(const slim_registry *reg, const harness_case *c);
 
+/* Inputs infer must refuse: building op (attrs: "key=value; ..." as in a case,
+ * or NULL) on in[0..n_in) in training mode or not must fail with a message
+ * containing want. One TAP line; returns 1 on failure, else 0. */
+int harness_infer_fails(const slim_registry *reg, const char *op, const char *label,
+                        const char *attrs, bool training, const slim_tensor_desc *in, int n_in,
+                        const char *want);
+/* An f32 tensor description: HARNESS_DESC(2, 3, 4) is (3,4). */
+#define HARNESS_DESC(r, ...)                                                                       \
+    {                                                                                              \
+        SLIM_F32,                                                                                  \
+        {                                                                                          \
+            .rank = (r), .dim = { __VA_ARGS__ }                                                    \
+        }                                                                                          \
+    }
+
 /* TAP helpers shared by the test programs. */
 void harness_ok(bool ok, const char *fmt, ...) SLIM_PRINTF(2, 3);
 int harness_failures(void);
 int harness_count(void);
 void harness_diag(const char *fmt, ...) SLIM_PRINTF(1, 2);
 
-/* Families of cases: each tests/ops/cases_<family>.c defines one array. */
+/* Families of cases: each tests/ops/cases_<family>.c defines one and registers
+ * it with HARNESS_REGISTER, so adding a family is its file and its line in
+ * tests/local.mk. test_ops runs them in link order; a family may come in parts
+ * (files) registered under one name. */
 typedef struct harness_family {
     const char *name;
     const harness_case *cases;
@@ -63,5 +81,14 @@ typedef struct harness_family {
      * values with several outputs, state updates, determinism); returns failures. */
     int (*extra)(const slim_registry *reg);
 } harness_family;
+
+void harness_family_add(const harness_family *f);
+/* The families registered; *n their count. */
+const harness_family *const *harness_families(int *n);
+#define HARNESS_REGISTER(fam)                                                                      \
+    __attribute__((constructor)) static void harness_register_##fam(void)                          \
+    {                                                                                              \
+        harness_family_add(&fam);                                                                  \
+    }
 
 #endif

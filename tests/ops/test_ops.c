@@ -1,29 +1,15 @@
-/* tests/ops/test_ops.c - runs every family of op cases and checks that every
- * registered op is covered by at least one case. TAP output. */
+/* tests/ops/test_ops.c - runs every family of op cases (each cases_*.c file
+ * registers its own, see harness.h) and checks that every registered op is
+ * covered by at least one case. TAP output. */
 #include "harness.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define FAMILIES(X)                                                                                \
-    X(conv) X(conv_chain)                                                                          \
-    X(pool) X(fc) X(batch_norm) X(activation) X(softmax) X(elementwise) X(shape) X(dropout) X(lrn) \
-        X(loss) X(optim) X(optim_adaptive)
-
-#define X_DECL(f) extern const harness_family harness_family_##f;
-FAMILIES(X_DECL)
-#undef X_DECL
-
-static const harness_family *const families[] = {
-#define X_REF(f) &harness_family_##f,
-    FAMILIES(X_REF)
-#undef X_REF
-};
-
 int main(int argc, char **argv)
 {
-    const char *only = argc > 1 ? argv[1] : NULL; /* run one family: test_ops conv */
+    const char *only = argc > 1 ? argv[1] : NULL;       /* run one family: test_ops conv */
     const char *cases_with = argc > 2 ? argv[2] : NULL; /* and its cases named *wino* */
     slim_registry *reg;
     slim_error err = {0};
@@ -31,7 +17,8 @@ int main(int argc, char **argv)
         printf("Bail out! registry: %s\n", err.msg);
         return 1;
     }
-    int n_families = (int)(sizeof families / sizeof *families);
+    int n_families;
+    const harness_family *const *families = harness_families(&n_families);
     int n_cases = 0;
     for (int f = 0; f < n_families; f++) {
         const harness_family *fam = families[f];
