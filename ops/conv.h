@@ -160,12 +160,6 @@ static inline int64_t max64(int64_t a, int64_t b)
     return a > b ? a : b;
 }
 
-/* Round a float count up to 16 (64 bytes) so per-thread slices do not share cache lines. */
-static inline size_t round16(size_t n)
-{
-    return (n + 15) & ~(size_t)15;
-}
-
 /* The cache lines of [p, p + bytes) fetched for writing: y's lines, the
  * next block's or tile's, while the current one is computed. A kernel that
  * wrote y straight from memory waited on each line of a big output

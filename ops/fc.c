@@ -191,12 +191,6 @@ static int64_t ceil_div(int64_t a, int64_t b)
     return (a + b - 1) / b;
 }
 
-/* Round a float count up to 16 (64 bytes) so per-thread buffers do not share cache lines. */
-static size_t round16(size_t n)
-{
-    return (n + 15) & ~(size_t)15;
-}
-
 /* Floats of one thread's forward buffer: a block of w in NR-column panels. */
 static size_t fc_fwd_floats(const fc_params *p)
 {

@@ -13,6 +13,13 @@
 
 #include <slim/op.h>
 
+/* Round a float count up to 16 (64 bytes) so per-thread slices of a workspace
+ * do not share cache lines (fc and the conv family, which includes this). */
+static inline size_t round16(size_t n)
+{
+    return (n + 15) & ~(size_t)15;
+}
+
 typedef struct slim__fc_params {
     int64_t n, k, o; /* x (N,K), w (K,O) */
     bool has_bias;
