@@ -81,6 +81,10 @@ slim_status dsl_vfail(slim_error *err, const dnode *at, int col_offset, slim_sta
                       const char *fmt, va_list ap);
 /* Best "did you mean" among candidates (NULL-terminated), or NULL. */
 const char *dsl_suggest(const char *word, const char *const *cands, int n);
+/* Every key of map must be one of keys[0..n): an unknown one is SLIM_EINVAL
+ * at its position, "unknown key 'k' in <what>", with a suggestion or the list. */
+slim_status dsl_check_keys(slim_error *err, const dnode *map, const char *const *keys, int n,
+                           const char *what);
 
 #define TRY(x)                                                                                     \
     do {                                                                                           \
@@ -314,10 +318,6 @@ slim_status dsl_record_layer(dsl *d, const char *name, const char *op, const sli
 /* head.c: logits, predictions, accuracy and the losses after the layers */
 slim_status dsl_head(dsl *d, const dnode *root, const char *scope, slim_tid images, slim_tid last,
                      int64_t classes);
-
-/* model.c */
-slim_status dsl_check_keys(dsl *d, const dnode *map, const char *const *keys, int n,
-                           const char *what);
 
 /* Limits that keep any input, including a fuzzer's, bounded in time and memory. */
 typedef struct dsl_limits {

@@ -120,7 +120,7 @@ slim_status dsl_head(dsl *d, const dnode *root, const char *scope, slim_tid imag
                             "aux_weight:)",
                             dnode_kind_str(h));
         static const char *const keys[] = {"logits", "aux_logits", "aux_weight"};
-        TRY(dsl_check_keys(d, h, keys, 3, "head:"));
+        TRY(dsl_check_keys(d->err, h, keys, 3, "head:"));
         const dnode *l = dnode_get(h, "logits");
         if (l) {
             TRY(dsl_lookup(d, d->globals, scope, l, images, &logits_src));

@@ -60,33 +60,6 @@ static const char *const include_keys[] = {"description", "vars",     "functions
                                            "plugins",     "defaults", "blocks"};
 #define N_INCLUDE_KEYS 7
 
-slim_status dsl_check_keys(dsl *d, const dnode *map, const char *const *keys, int n,
-                           const char *what)
-{
-    for (int i = 0; i < map->n; i++) {
-        bool ok = false;
-        for (int j = 0; j < n && !ok; j++)
-            ok = !strcmp(map->keys[i]->str, keys[j]);
-        if (ok)
-            continue;
-        const char *sug = dsl_suggest(map->keys[i]->str, keys, n);
-        if (sug)
-            return dsl_fail(d->err, map->keys[i], SLIM_EINVAL,
-                            "unknown key '%s' in %s, did you mean '%s'?", map->keys[i]->str, what,
-                            sug);
-        char list[400];
-        size_t used = 0;
-        list[0] = 0;
-        for (int j = 0; j < n; j++)
-            used +=
-                (size_t)snprintf(list + used, sizeof list - used, "%s%s", j ? ", " : "", keys[j]);
-        return dsl_fail(d->err, map->keys[i], SLIM_EINVAL,
-                        "unknown key '%s' in %s, expected one of: %s", map->keys[i]->str, what,
-                        list);
-    }
-    return SLIM_OK;
-}
-
 static slim_status top_int(dsl *d, const dnode *root, const char *key, int64_t lo, int64_t hi,
                            int64_t *out)
 {
@@ -333,7 +306,7 @@ static slim_status blocks(dsl *d, const dnode *n)
                             "found %s for block '%s', expected a mapping with params: and layers:",
                             dnode_kind_str(def), name);
         static const char *const keys[] = {"description", "params", "defaults", "layers", "output"};
-        TRY(dsl_check_keys(d, def, keys, 5, "a block"));
+        TRY(dsl_check_keys(d->err, def, keys, 5, "a block"));
         const dnode *params = dnode_get(def, "params");
         if (params && params->kind == DN_SCALAR && !params->quoted && !params->str[0])
             params = NULL;
@@ -490,9 +463,9 @@ static slim_status load_file(loader *L, const char *path, const char *text, size
                                   "(blocks:, defaults: ...)",
                         dnode_kind_str(root));
     if (is_main)
-        TRY(dsl_check_keys(d, root, main_keys, N_MAIN_KEYS, "a model file"));
+        TRY(dsl_check_keys(d->err, root, main_keys, N_MAIN_KEYS, "a model file"));
     else
-        TRY(dsl_check_keys(d, root, include_keys, N_INCLUDE_KEYS, "an included file"));
+        TRY(dsl_check_keys(d->err, root, include_keys, N_INCLUDE_KEYS, "an included file"));
     *root_out = root;
     if (!is_main) {
         dsl_file f = {.path = fname, .dir = dir_of(d->arena, fname), .root = root};

@@ -163,6 +163,33 @@ const char *dsl_suggest(const char *word, const char *const *cands, int n)
     return NULL;
 }
 
+slim_status dsl_check_keys(slim_error *err, const dnode *map, const char *const *keys, int n,
+                           const char *what)
+{
+    for (int i = 0; i < map->n; i++) {
+        bool ok = false;
+        for (int j = 0; j < n && !ok; j++)
+            ok = !strcmp(map->keys[i]->str, keys[j]);
+        if (ok)
+            continue;
+        const char *sug = dsl_suggest(map->keys[i]->str, keys, n);
+        if (sug)
+            return dsl_fail(err, map->keys[i], SLIM_EINVAL,
+                            "unknown key '%s' in %s, did you mean '%s'?", map->keys[i]->str, what,
+                            sug);
+        char list[400];
+        size_t used = 0;
+        list[0] = 0;
+        for (int j = 0; j < n; j++)
+            used +=
+                (size_t)snprintf(list + used, sizeof list - used, "%s%s", j ? ", " : "", keys[j]);
+        return dsl_fail(err, map->keys[i], SLIM_EINVAL,
+                        "unknown key '%s' in %s, expected one of: %s", map->keys[i]->str, what,
+                        list);
+    }
+    return SLIM_OK;
+}
+
 /* ---- the tree ----------------------------------------------------------------- */
 
 const dnode *dnode_get(const dnode *map, const char *key)
