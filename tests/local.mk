@@ -77,3 +77,4 @@ check-valgrind: $(check_PROGRAMS) $(check_LTLIBRARIES)
 include tests/runtime/local.mk
 include tests/data/local.mk
 include tests/dsl/local.mk
+include tests/fuzz/local.mk

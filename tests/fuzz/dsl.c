@@ -1,22 +1,21 @@
 /*
- * tests/dsl/fuzz_target.c - the fuzz target: any bytes as a model file.
+ * tests/fuzz/dsl.c - any bytes as a model file (the DSL loader: YAML,
+ * expressions, blocks, shape inference, the graph).
  *
- * Built two ways: with clang -fsanitize=fuzzer,address,undefined by
- * tests/dsl/fuzz.sh (libFuzzer supplies main), and into test_fuzz_replay,
- * which feeds it every input the fuzzer kept (tests/dsl/fuzz/regress/).
- * Loading must return a status, never crash, hang or leak. The limits keep
- * each input small: tiny parameters, no includes or plugins (no file access).
+ * Loading must return a status with a message, never crash, hang or leak. The
+ * limits keep each input small: tiny parameters, no includes or plugins (no
+ * file access). The zoo and tests/dsl/good, bad are replayed with the kept
+ * inputs by `make check`.
  */
 #include "dsl/dsl.h"
+#include "tests/fuzz/fuzz.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
 static slim_registry *reg;
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+static int one(const uint8_t *data, size_t size)
 {
     if (!reg) {
         slim_error err;
@@ -53,3 +52,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     return 0;
 }
+
+FUZZ_TARGET(dsl, .one = one,
+            .replay_dirs = {"tests/dsl/good", "tests/dsl/bad", "models", "models/common",
+                            "models/examples"},
+            .max_len = 4096)

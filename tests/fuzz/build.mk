@@ -1,0 +1,39 @@
+# tests/fuzz/build.mk - the clang build of the fuzz harnesses, run by
+# tests/fuzz/fuzz.sh from the build directory:
+#     make -f SRC/tests/fuzz/build.mk FUZZ_OUT=DIR FUZZ_NAMES="dsl jpeg" fuzz-build
+# It includes the ordinary build's Makefile for the library's source list and
+# flags (so a new source file or -D is picked up), and compiles every source
+# again with clang -fsanitize=fuzzer-no-link,address,undefined into FUZZ_OUT/obj;
+# FUZZ_OUT/bin/fuzz_NAME is harness tests/fuzz/NAME.c linked with libFuzzer.
+include Makefile
+
+FUZZ_OUT ?= fuzz-out
+FUZZ_CC ?= clang
+FUZZ_NAMES ?= $(basename $(notdir $(FUZZ_HARNESSES)))
+FUZZ_SAN = -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
+FUZZ_COMPILE = $(FUZZ_CC) $(DEFS) $(DEFAULT_INCLUDES) $(INCLUDES) $(AM_CPPFLAGS) $(CPPFLAGS) \
+	-DSLIM_LIBFUZZER -std=c11 -D_GNU_SOURCE -fno-math-errno -g -O1 $(FUZZ_SAN) \
+	-fsanitize=fuzzer-no-link $(SLIM_ARCH_CFLAGS) $(BLIS_CFLAGS) $(YAML_CFLAGS) $(JPEG_CFLAGS) \
+	$(PNG_CFLAGS) $(PROTOBUF_C_CFLAGS) $(ZLIB_CFLAGS) -MMD -MP
+FUZZ_LIBS = $(BLIS_LIBS) $(YAML_LIBS) $(JPEG_LIBS) $(PNG_LIBS) $(PROTOBUF_C_LIBS) $(ZLIB_LIBS) \
+	$(PTHREAD_LIBS) $(filter-out none required,$(DL_LIBS)) -lm
+FUZZ_LIB_OBJS = $(patsubst %.c,$(FUZZ_OUT)/obj/%.o,\
+	$(filter %.c,$(libslim_core_la_SOURCES) $(nodist_libslim_core_la_SOURCES)))
+FUZZ_BINS = $(patsubst %,$(FUZZ_OUT)/bin/fuzz_%,$(FUZZ_NAMES))
+
+fuzz-build: $(FUZZ_BINS)
+.PHONY: fuzz-build
+
+$(FUZZ_OUT)/bin/fuzz_%: $(FUZZ_OUT)/obj/tests/fuzz/%.o $(FUZZ_OUT)/obj/tests/fuzz/fuzz.o \
+		$(FUZZ_LIB_OBJS)
+	@mkdir -p $(@D)
+	@echo "  CCLD     $@"
+	@$(FUZZ_CC) $(FUZZ_SAN) -fsanitize=fuzzer $^ $(FUZZ_LIBS) -o $@
+
+$(FUZZ_OUT)/obj/%.o: %.c
+	@mkdir -p $(@D)
+	@echo "  CC       $@"
+	@$(FUZZ_COMPILE) -c $< -o $@
+
+.SECONDARY:
+-include $(FUZZ_LIB_OBJS:.o=.d) $(patsubst %,$(FUZZ_OUT)/obj/tests/fuzz/%.d,$(FUZZ_NAMES) fuzz)
