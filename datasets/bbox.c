@@ -70,6 +70,8 @@ slim_status slim__bbox_from_example(const slim_example *ex, const char *key, pre
                                     "%s: '%s' holds %zu floats, not 4 per box (ymin, xmin, ymax, "
                                     "xmax)",
                                     name, key, n);
+        if (n == 0)
+            return SLIM_OK; /* an empty list: no boxes */
         b->ymin = v, b->xmin = v + 1, b->ymax = v + 2, b->xmax = v + 3;
         b->stride = 4;
         b->n = (int)(n / 4);

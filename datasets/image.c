@@ -283,6 +283,25 @@ static void cmyk_to_rgb(const uint8_t *src, uint8_t *dst, int n, int out_c, bool
     }
 }
 
+/* Whether libjpeg smooths this image across blocks: a progressive file whose
+ * scans end (EOI) before every coefficient is known gets its missing AC
+ * coefficients estimated from the neighbouring blocks' DC values (libjpeg's
+ * block smoothing, on by default, as in TensorFlow). A crop of such an image
+ * would take its own edges for the image's and come out different from the
+ * whole decode, so these (rare) files are decoded in whole rows from the top.
+ * After jpeg_start_decompress the whole file is in the coefficient buffer
+ * and coef_bits is final: -1 (never sent) or the last scan's Al per coefficient. */
+static bool smoothed_progressive(const struct jpeg_decompress_struct *ci)
+{
+    if (!ci->progressive_mode || !ci->coef_bits || !ci->do_block_smoothing)
+        return false;
+    for (int c = 0; c < ci->num_components; c++)
+        for (int k = 0; k < DCTSIZE2; k++)
+            if (ci->coef_bits[c][k] != 0)
+                return true;
+    return false;
+}
+
 /* Decode [rx0, rx1) x [ry0, ry1) of the image in ci's source; sub: that source is
  * the index's cut, its pixel (0, 0) at (sx, sy) of the whole image. */
 static slim_status decode_region(slim__jpeg *j, int denom, int channels, int rx0, int ry0, int rx1,
@@ -322,8 +341,9 @@ static slim_status decode_region(slim__jpeg *j, int denom, int channels, int rx0
         j->started = j->have_header = false;
         return slim__error(err, SLIM_EINTERNAL, "%s: empty decode region", j->name);
     }
+    bool smoothed = smoothed_progressive(ci);
     JDIMENSION xoff = (JDIMENSION)x0, width = (JDIMENSION)(x1 - x0);
-    if (sub) /* whole rows of the cut: it is about as wide as the region */
+    if (sub || smoothed) /* whole rows (a cut is about as wide as the region) */
         xoff = 0, width = (JDIMENSION)W;
     else if (x0 > 0 || x1 < W)
         jpeg_crop_scanline(ci, &xoff, &width); /* widens to iMCU boundaries */
@@ -346,11 +366,12 @@ static slim_status decode_region(slim__jpeg *j, int denom, int channels, int rx0
         j->started = j->have_header = false;
         return slim__error(err, SLIM_ENOMEM, "%s: cannot allocate %zu bytes", j->name, need);
     }
-    if (y0 > 0 && j->plain_upsampling) {
+    if (y0 > 0 && (j->plain_upsampling || smoothed)) {
         /* With box (merged) upsampling, libjpeg-turbo 2.1.5's
          * jpeg_skip_scanlines reads and writes memory freed with the previous
          * image (valgrind, tests/data/test_images): decode the rows above the
-         * region and drop them instead. */
+         * region and drop them instead (and for smoothed images, to decode
+         * exactly as the whole image is). */
         for (int r = 0; r < y0;) {
             JSAMPROW row = cmyk ? j->row4 : j->buf;
             int got = (int)jpeg_read_scanlines(ci, &row, 1);
@@ -544,6 +565,9 @@ slim_status slim_image_probe(const void *data, size_t len, const char *name, int
         name = "image";
     slim_image_format f = slim_image_sniff(data, len);
     if (f == SLIM_IMAGE_PNG) {
+        slim_status st = slim__png_check_chunks(data, len, name, err);
+        if (st)
+            return st;
         png_image im;
         memset(&im, 0, sizeof im);
         im.version = PNG_IMAGE_VERSION;

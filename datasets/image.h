@@ -49,6 +49,11 @@ slim_status slim__png_decode(slim__png *p, const uint8_t *data, size_t len, cons
                              int channels, uint8_t **out, size_t *cap, int *h, int *w, int *c,
                              slim_error *err);
 
+/* Every chunk's length within the file (up to IEND): libpng allocates what a
+ * chunk claims before reading it, so a 100-byte file could cost gigabytes. */
+slim_status slim__png_check_chunks(const uint8_t *data, size_t len, const char *name,
+                                   slim_error *err);
+
 /* EXIF orientation (1..8) applied to an HWC image, in place (may reallocate). */
 slim_status slim__image_orient(slim_image *img, int orientation, slim_error *err);
 

@@ -290,6 +290,19 @@ static void t_free(transcode *t)
     free(t);
 }
 
+/* A progressive file that ended (EOI) before every coefficient was sent:
+ * coef_bits holds -1 (never sent) or the last scan's Al per coefficient. */
+static bool incomplete(const struct jpeg_decompress_struct *di)
+{
+    if (!di->progressive_mode || !di->coef_bits)
+        return false;
+    for (int c = 0; c < di->num_components; c++)
+        for (int k = 0; k < DCTSIZE2; k++)
+            if (di->coef_bits[c][k] != 0)
+                return true;
+    return false;
+}
+
 slim_status slim__jpeg_add_restarts(const uint8_t *data, size_t len, const char *name,
                                     uint8_t **out, size_t *olen, slim_error *err)
 {
@@ -328,7 +341,10 @@ slim_status slim__jpeg_add_restarts(const uint8_t *data, size_t len, const char 
         return SLIM_OK;
     }
     jvirt_barray_ptr *coef = jpeg_read_coefficients(&t->di);
-    if (t->damaged) { /* corrupt data: libjpeg made something up; keep the original */
+    if (t->damaged || incomplete(&t->di)) {
+        /* corrupt data: libjpeg made something up; or a progressive file
+         * whose scans stop early: decoders smooth its missing coefficients,
+         * a sequential copy would not. Keep the original. */
         t_free(t);
         return SLIM_OK;
     }

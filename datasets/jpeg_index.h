@@ -36,10 +36,12 @@ bool slim__jpeg_is_indexed(const uint8_t *b, size_t n);
  * optimized Huffman tables; progressive files become sequential), APPn and
  * COM markers kept. *out NULL (and SLIM_OK) when the file is better kept as
  * it is: already indexed, CMYK/YCCK, 12-bit, damaged (libjpeg warned of
- * anything but extraneous bytes before a marker), or read fine but refused by
- * libjpeg's encoder (a DCT coefficient out of its range). *out is malloc'ed. An
+ * anything but extraneous bytes before a marker), progressive with scans
+ * that stop before every coefficient is sent (decoders smooth those, a
+ * sequential copy would not be), or read fine but refused by libjpeg's
+ * encoder (a DCT coefficient out of its range). *out is malloc'ed. An
  * error (naming the file) when libjpeg cannot read it at all. */
-slim_status slim__jpeg_add_restarts(const uint8_t *data, size_t len, const char *name, uint8_t **out,
-                                    size_t *olen, slim_error *err);
+slim_status slim__jpeg_add_restarts(const uint8_t *data, size_t len, const char *name,
+                                    uint8_t **out, size_t *olen, slim_error *err);
 
 #endif

@@ -94,6 +94,9 @@ static slim_status fast(slim__png *p, const uint8_t *d, size_t len, const char *
             return slim__error(err, SLIM_ECORRUPT,
                                "%s: corrupt PNG: chunk %.4s at byte %zu is truncated", name,
                                (const char *)type4, at);
+        for (int k = 0; k < 4; k++)
+            if (!((type4[k] >= 'A' && type4[k] <= 'Z') || (type4[k] >= 'a' && type4[k] <= 'z')))
+                return SLIM_EUNSUPPORTED; /* not a chunk type: libpng says so */
         uint32_t crc = (uint32_t)crc32(crc32(0, type4, 4), data, n);
         if (crc != be32(data + n))
             return slim__error(err, SLIM_ECORRUPT,
@@ -173,6 +176,24 @@ static slim_status fast(slim__png *p, const uint8_t *d, size_t len, const char *
     return SLIM_OK;
 }
 
+slim_status slim__png_check_chunks(const uint8_t *d, size_t len, const char *name, slim_error *err)
+{
+    if (!name)
+        name = "image";
+    for (size_t at = 8; at + 8 <= len;) {
+        uint32_t n = be32(d + at);
+        if (n > len - at - 8 || len - at - 8 - n < 4)
+            return slim__error(err, SLIM_ECORRUPT,
+                               "%s: corrupt PNG: chunk %.4s at byte %zu claims %u bytes, past the "
+                               "end of the file (%zu bytes)",
+                               name, (const char *)d + at + 4, at, n, len);
+        if (!memcmp(d + at + 4, "IEND", 4))
+            break;
+        at += 12 + (size_t)n;
+    }
+    return SLIM_OK;
+}
+
 slim_status slim__png_decode(slim__png *p, const uint8_t *data, size_t len, const char *name,
                              int channels, uint8_t **out, size_t *cap, int *h, int *w, int *c,
                              slim_error *err)
@@ -186,6 +207,9 @@ slim_status slim__png_decode(slim__png *p, const uint8_t *data, size_t len, cons
     slim__png_free(own);
     if (st != SLIM_EUNSUPPORTED)
         return st;
+    st = slim__png_check_chunks(data, len, name, err);
+    if (st)
+        return st;
     png_image im;
     memset(&im, 0, sizeof im);
     im.version = PNG_IMAGE_VERSION;
@@ -198,7 +222,12 @@ slim_status slim__png_decode(slim__png *p, const uint8_t *data, size_t len, cons
         return slim__error(err, SLIM_EUNSUPPORTED, "%s: PNG of %ux%u pixels is too large", name,
                            im.width, im.height);
     }
-    im.format = oc == 1 ? PNG_FORMAT_GRAY : PNG_FORMAT_RGB;
+    /* Alpha (an alpha channel or tRNS) is dropped, as TensorFlow's decode_png
+     * does (png_set_strip_alpha): read with it, then keep the colour. Asking
+     * libpng for a format without alpha would composite onto whatever the
+     * buffer held. */
+    bool alpha = im.format & PNG_FORMAT_FLAG_ALPHA;
+    im.format = (oc == 1 ? PNG_FORMAT_GRAY : PNG_FORMAT_RGB) | (alpha ? PNG_FORMAT_FLAG_ALPHA : 0);
     *out = grow(*out, cap, PNG_IMAGE_SIZE(im) + 64);
     if (!*out) {
         png_image_free(&im);
@@ -206,6 +235,12 @@ slim_status slim__png_decode(slim__png *p, const uint8_t *data, size_t len, cons
     }
     if (!png_image_finish_read(&im, NULL, *out, 0, NULL))
         return slim__error(err, SLIM_ECORRUPT, "%s: corrupt PNG: %s", name, im.message);
+    if (alpha) {
+        size_t npix = (size_t)im.width * im.height;
+        uint8_t *px = *out;
+        for (size_t i = 0; i < npix; i++)
+            memmove(px + i * (size_t)oc, px + i * (size_t)(oc + 1), (size_t)oc);
+    }
     *h = (int)im.height;
     *w = (int)im.width;
     *c = oc;

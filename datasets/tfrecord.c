@@ -320,22 +320,32 @@ slim_status slim_tfrecord_next(slim_tfrecord_reader *r, const uint8_t **data, si
         *offset = off;
     if (st || eof)
         return st;
-    if (n + 4 + 1 > r->rec_cap) {
-        size_t cap = (size_t)n + 4 + 1;
-        cap += cap / 2;
-        uint8_t *p = realloc(r->rec, cap);
-        if (!p)
-            return slim__data_error(err, SLIM_ENOMEM, r->path,
-                                    "%s: record %lld at byte %lld: cannot allocate %llu bytes",
-                                    r->path, (long long)r->record, (long long)off,
-                                    (unsigned long long)n);
-        r->rec = p;
-        r->rec_cap = cap;
+    /* An uncompressed record was checked against the file size; a compressed
+     * stream's length is only a claim, so its buffer grows with the data that
+     * actually arrives (a few bytes of gzip must not cost gigabytes). */
+    size_t want = (size_t)n + 4, got = 0;
+    while (got < want) {
+        if (want + 1 > r->rec_cap) {
+            size_t cap = want + 1 + (want + 1) / 2;
+            if (r->comp != SLIM_COMPRESSION_NONE && cap > 2 * r->rec_cap + (1 << 20))
+                cap = 2 * r->rec_cap + (1 << 20);
+            uint8_t *p = realloc(r->rec, cap);
+            if (!p)
+                return slim__data_error(err, SLIM_ENOMEM, r->path,
+                                        "%s: record %lld at byte %lld: cannot allocate %llu bytes",
+                                        r->path, (long long)r->record, (long long)off,
+                                        (unsigned long long)n);
+            r->rec = p;
+            r->rec_cap = cap;
+        }
+        size_t ask = (want < r->rec_cap ? want : r->rec_cap) - got, k;
+        st = stream_read(r, r->rec + got, ask, &k, err);
+        if (st)
+            return st;
+        got += k;
+        if (k < ask)
+            break; /* the end of the stream */
     }
-    size_t got;
-    st = stream_read(r, r->rec, (size_t)n + 4, &got, err);
-    if (st)
-        return st;
     if (got < n + 4)
         return slim__data_error(err, SLIM_ECORRUPT, r->path,
                                 "%s: record %lld at byte %lld: truncated (the record needs %llu "
