@@ -19,6 +19,7 @@
 # input may take, 30), FUZZ_RSS_MB (2560), FUZZ_MALLOC_MB (1100: one
 # allocation larger than this is a finding, e.g. a small file claiming a huge
 # size; slim's largest legitimate one, a 2^28-pixel RGBX decode, is 1024 MB),
+# FUZZ_RUNS (stop a harness after this many executions, or SECONDS),
 # FUZZ_KEEP_GOING=1 (libFuzzer's fork mode: keep fuzzing after a finding),
 # FUZZ_MERGE=1 (minimize the run's corpus into NAME/merged/ to pick
 # regression seeds from), CLANG (clang).
@@ -72,6 +73,7 @@ for n in $names; do
     opts="-max_len=$max_len -timeout=${FUZZ_TIMEOUT:-30} -rss_limit_mb=${FUZZ_RSS_MB:-2560}"
     opts="$opts -malloc_limit_mb=${FUZZ_MALLOC_MB:-1100}"
     [ -f "$src/tests/fuzz/dict/$dict.dict" ] && opts="$opts -dict=$src/tests/fuzz/dict/$dict.dict"
+    [ -n "${FUZZ_RUNS:-}" ] && opts="$opts -runs=$FUZZ_RUNS"
     [ "${FUZZ_KEEP_GOING:-0}" = 1 ] && opts="$opts -fork=1 -ignore_crashes=1 -ignore_timeouts=1 -ignore_ooms=1"
     before=$(ls "$d/artifacts" | wc -l)
     echo "fuzz.sh: $n for $secs s ($nseeds generated seeds; log in $d/log)"
@@ -100,4 +102,9 @@ for n in $names; do
         "$bin" -merge=1 -max_len="$max_len" "$d/merged" "$d/corpus" >/dev/null 2>&1 || true
     fi
 done
+# This run as a table (Markdown), for bench/results/fuzz.md.
+tail -n "$(echo $names | wc -w)" "$out/summary.tsv" | awk -F'\t' '
+    BEGIN { print "| harness | seconds | executions | coverage (edges) | features | corpus | findings |";
+            print "|---|---:|---:|---:|---:|---:|---:|" }
+    { printf "| %s | %s | %s | %s | %s | %s | %s |\n", $1, $2, $3, $4, $5, $6, $7 }'
 exit $status

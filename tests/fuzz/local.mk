@@ -7,6 +7,7 @@ FUZZ_HARNESSES = \
 	tests/fuzz/dataset.c \
 	tests/fuzz/dsl.c \
 	tests/fuzz/example.c \
+	tests/fuzz/idx.c \
 	tests/fuzz/jpeg.c \
 	tests/fuzz/jpeg_transcode.c \
 	tests/fuzz/pipeline.c \
