@@ -2,9 +2,11 @@
  * dsl/dsl.h - internals of the YAML model language (see README.md, "The model language").
  *
  *   yaml.c    libyaml events -> a small document tree with a position on every node
- *   expr.c    values, $expressions and ${interpolation}
+ *   value.c   values and the environments of variables
+ *   expr.c    $expressions and ${interpolation}
  *   args.c    a layer's arguments: explicit keys merged with defaults:, typed access
  *   build.c   expansion: sequences, scopes, blocks, repeat, stack, if, name lookup
+ *   params.c  parameters, op attributes, activations, batch norm: what layers are made of
  *   layers.c  the layers that own parameters (conv2d, separable_conv2d,
  *             fully_connected, batch_norm) and plain registry ops
  *   model.c   files, includes, plugins, vars, functions, blocks; the public API
@@ -152,6 +154,9 @@ bool dval_is_number(const dval *v);
 double dval_num(const dval *v);
 /* Parse a plain scalar as YAML would type it. */
 void dsl_scalar_value(const char *s, bool quoted, dval *out);
+/* Whole-string numbers: an integer (overflow flagged), a finite float. */
+bool dsl_parse_int(const char *s, int64_t *out, bool *overflow);
+bool dsl_parse_float(const char *s, double *out);
 
 /* ---- layer arguments -------------------------------------------------------- */
 
@@ -296,6 +301,41 @@ slim_status dsl_lookup(dsl *d, const env *e, const char *scope, const dnode *ref
                        slim_tid *out);
 slim_status dsl_check_defaults(dsl *d, const dnode *m);
 bool dsl_is_layer_kind(const char *kind); /* conv2d, separable_conv2d ... */
+
+/* params.c: parameters, op attributes, activations, batch norm */
+/* "(2,3)" in the arena */
+const char *dsl_shape_text(dsl *d, const slim_shape *s);
+slim_tensor_desc dsl_tensor_info(dsl *d, slim_tid t);
+typedef struct dsl_param_spec {
+    const char *key;    /* the option key (weights, biases, gamma ...) */
+    const char *suffix; /* the variable's name in its scope */
+    slim_init init;     /* the default initializer */
+    double decay_mult;  /* default weight decay multiplier */
+    bool state;         /* moving statistics: never trainable */
+} dsl_param_spec;
+/* Create scope/suffix with the options of opts (weights: {...}). */
+slim_status dsl_make_param(dsl *d, const env *e, dsl_args *opts, const char *scope,
+                           const dsl_param_spec *ps, int rank, const int64_t *dim, bool trainable,
+                           const dnode *at, slim_tid *out, int64_t *count);
+/* Every key of a not yet used in a is an attribute of op desc (extra: keys that are not). */
+slim_status dsl_op_attrs(dsl *d, const env *e, const slim_op_desc *desc, dsl_args *a,
+                         slim_attrs *attrs, const char *const *extra, int n_extra);
+/* activation: none | op | {op: {attrs}} applied to x, node name scope/op. */
+slim_status dsl_activation(dsl *d, const env *e, dsl_args *a, const char *def, const char *scope,
+                           slim_tid x, slim_tid *y);
+/* The activation a batch norm can apply itself: relu or relu6, else NULL. */
+slim_status dsl_fusable_activation(dsl *d, const env *e, dsl_args *a, const char *def,
+                                   const char **act);
+/* TF-Slim's batch_norm over x with its variables under scope (its keys: dsl_bn_keys). */
+extern const char *const dsl_bn_keys[];
+#define DSL_N_BN_KEYS 9
+slim_status dsl_batch_norm(dsl *d, const env *e, dsl_args *o, const char *scope, bool trainable,
+                           const dnode *at, const char *act, slim_tid x, slim_tid *y,
+                           int64_t *count);
+/* normalizer: batch_norm with the batch_norm: options, or biases. */
+slim_status dsl_norm_or_bias(dsl *d, const env *e, dsl_args *a, const char *scope, bool trainable,
+                             const dnode *at, slim_tid conv_in[3], int *n_conv_in, bool *use_bn,
+                             dsl_args *bn_opts, int64_t *count, int64_t outputs);
 
 /* layers.c */
 typedef struct dsl_layer_ctx {

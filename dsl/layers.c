@@ -1,14 +1,19 @@
 /*
  * dsl/layers.c - layers that own parameters, as TF-Slim's layers do, and
  * plain registry ops (built-in or from plugins) with their attributes
- * checked against the op's own schema.
+ * checked against the op's own schema (params.c has what they share).
  *
- *   conv2d            conv (+ biases | batch_norm) (+ activation)   weights (KH,KW,C,O), biases
- *   separable_conv2d  depthwise conv [+ 1x1 conv] (+ ...)           depthwise_weights
- * (KH,KW,1,C*M), pointwise_weights (1,1,C*M,O) fully_connected   x (N,K) w + b (+ ...) weights
- * (K,O), biases batch_norm        TF-Slim's batch_norm (+ activation)           beta, gamma,
- * moving_mean, moving_variance Parameter names are scope/name/weights, scope/name/BatchNorm/beta,
- * ... as TF-Slim's variable scopes make them.
+ *   conv2d            conv (+ biases | batch_norm) (+ activation)
+ *                     weights (KH,KW,C,O), biases
+ *   separable_conv2d  depthwise conv [+ 1x1 conv] (+ ...)
+ *                     depthwise_weights (KH,KW,1,C*M), pointwise_weights (1,1,C*M,O)
+ *   fully_connected   x (N,K) w + b (+ ...)
+ *                     weights (K,O), biases
+ *   batch_norm        TF-Slim's batch_norm (+ activation)
+ *                     beta, gamma, moving_mean, moving_variance
+ *
+ * Parameter names are scope/name/weights, scope/name/BatchNorm/beta, ... as
+ * TF-Slim's variable scopes make them.
  */
 #include "dsl/dsl.h"
 
@@ -35,26 +40,6 @@ static int64_t sat_mul(int64_t a, int64_t b)
     if (__builtin_mul_overflow(a, b, &r))
         return INT64_MAX;
     return r;
-}
-
-static const char *shape_text(dsl *d, const slim_shape *s)
-{
-    char buf[160];
-    size_t used = 0;
-    buf[used++] = '(';
-    for (int i = 0; i < s->rank && used < sizeof buf - 24; i++)
-        used += (size_t)snprintf(buf + used, sizeof buf - used, "%s%lld", i ? "," : "",
-                                 (long long)s->dim[i]);
-    snprintf(buf + used, sizeof buf - used, ")");
-    const char *p = dsl_strdup(d->arena, buf);
-    return p ? p : "?";
-}
-
-static slim_tensor_desc tinfo(dsl *d, slim_tid t)
-{
-    slim_tensor_desc td = {0};
-    slim_graph_tensor_info(d->g, t, &td);
-    return td;
 }
 
 slim_status dsl_add_node(dsl *d, const dnode *at, const char *op, const char *name,
@@ -99,555 +84,16 @@ slim_status dsl_record_layer(dsl *d, const char *name, const char *op, const sli
     return SLIM_OK;
 }
 
-/* ---- parameters ------------------------------------------------------------------- */
-
-static slim_status parse_init(dsl *d, const env *e, const dnode *at, slim_init *init)
-{
-    dval v;
-    TRY(dsl_resolve(&d->ev, e, at, &v));
-    const char *type = NULL;
-    dsl_args opt = {.kind = "an initializer", .at = at};
-    if (v.kind == DV_STR) {
-        type = v.s;
-    } else if (v.kind == DV_MAP) {
-        TRY(args_collect(d, "an initializer", at, NULL, v.map, NULL, &opt));
-        TRY(args_str(d, e, &opt, "type", &type));
-        if (!type)
-            return dsl_fail(d->err, at, SLIM_EINVAL,
-                            "found an initializer without type:, expected {type: "
-                            "truncated_normal, stddev: 0.01} or a name like zeros");
-    } else {
-        return dsl_fail(
-            d->err, at, SLIM_ETYPE,
-            "found %s as an initializer, expected a name (zeros, ones, xavier, he_normal "
-            "...) or a mapping {type: ..., ...}",
-            dval_kind_str(&v));
-    }
-    memset(init, 0, sizeof *init);
-    static const char *const types[] = {"zeros",          "ones",           "constant",
-                                        "uniform",        "normal",         "truncated_normal",
-                                        "xavier",         "xavier_uniform", "xavier_normal",
-                                        "glorot_uniform", "glorot_normal",  "variance_scaling",
-                                        "he_normal",      "he_uniform"};
-    const char *keys[8] = {"type"};
-    int nk = 1;
-    if (!strcmp(type, "zeros")) {
-        init->kind = SLIM_INIT_ZEROS;
-    } else if (!strcmp(type, "ones")) {
-        init->kind = SLIM_INIT_CONSTANT;
-        init->value = 1;
-    } else if (!strcmp(type, "constant")) {
-        init->kind = SLIM_INIT_CONSTANT;
-        keys[nk++] = "value";
-        TRY(args_float(d, e, &opt, "value", -1e30, 1e30, &init->value));
-    } else if (!strcmp(type, "uniform")) {
-        init->kind = SLIM_INIT_UNIFORM;
-        init->lo = -0.05;
-        init->hi = 0.05; /* tf.random_uniform_initializer's defaults are [0, 1); keras' +-0.05 */
-        keys[nk++] = "min";
-        keys[nk++] = "max";
-        TRY(args_float(d, e, &opt, "min", -1e30, 1e30, &init->lo));
-        TRY(args_float(d, e, &opt, "max", -1e30, 1e30, &init->hi));
-        if (init->hi < init->lo)
-            return dsl_fail(d->err, at, SLIM_EINVAL,
-                            "found a uniform initializer with max %g < min %g, expected min <= max",
-                            init->hi, init->lo);
-    } else if (!strcmp(type, "normal") || !strcmp(type, "truncated_normal")) {
-        init->kind = type[0] == 'n' ? SLIM_INIT_NORMAL : SLIM_INIT_TRUNCATED_NORMAL;
-        init->stddev = 1;
-        keys[nk++] = "mean";
-        keys[nk++] = "stddev";
-        TRY(args_float(d, e, &opt, "mean", -1e30, 1e30, &init->mean));
-        TRY(args_float(d, e, &opt, "stddev", 0, 1e30, &init->stddev));
-    } else if (!strcmp(type, "xavier") || !strcmp(type, "xavier_uniform") ||
-               !strcmp(type, "glorot_uniform")) {
-        init->kind = SLIM_INIT_XAVIER_UNIFORM;
-    } else if (!strcmp(type, "xavier_normal") || !strcmp(type, "glorot_normal")) {
-        init->kind = SLIM_INIT_XAVIER_NORMAL;
-    } else if (!strcmp(type, "variance_scaling") || !strcmp(type, "he_normal") ||
-               !strcmp(type, "he_uniform")) {
-        init->kind = SLIM_INIT_VARIANCE_SCALING;
-        init->factor = 2.0;
-        init->mode = SLIM_FAN_IN;
-        init->uniform = !strcmp(type, "he_uniform");
-        if (type[0] == 'v') {
-            keys[nk++] = "factor";
-            keys[nk++] = "mode";
-            keys[nk++] = "uniform";
-            TRY(args_float(d, e, &opt, "factor", 1e-30, 1e30, &init->factor));
-            const char *mode = NULL;
-            TRY(args_choice(d, e, &opt, "mode", "fan_in|fan_out|fan_avg", &mode));
-            if (mode)
-                init->mode = !strcmp(mode, "fan_in")    ? SLIM_FAN_IN
-                             : !strcmp(mode, "fan_out") ? SLIM_FAN_OUT
-                                                        : SLIM_FAN_AVG;
-            TRY(args_bool(d, e, &opt, "uniform", &init->uniform));
-        }
-    } else {
-        const char *sug = dsl_suggest(type, types, 14);
-        return dsl_fail(d->err, opt.n ? args_find(&opt, "type")->vals[0] : at, SLIM_EINVAL,
-                        "unknown initializer '%s'%s%s%s, expected one of: zeros, ones, constant, "
-                        "uniform, normal, truncated_normal, xavier_uniform, xavier_normal, "
-                        "variance_scaling, he_normal, he_uniform",
-                        type, sug ? " (did you mean '" : "", sug ? sug : "", sug ? "'?)" : "");
-    }
-    if (opt.n)
-        TRY(args_check_used(d, &opt, keys, nk));
-    return SLIM_OK;
-}
-
-typedef struct param_spec {
-    const char *key;    /* the option key (weights, biases, gamma ...) */
-    const char *suffix; /* the variable's name in its scope */
-    slim_init init;     /* the default initializer */
-    double decay_mult;  /* default weight decay multiplier */
-    bool state;         /* moving statistics: never trainable */
-} param_spec;
-
-/* Create scope/suffix with the options of opts (weights: {...}). */
-static slim_status make_param(dsl *d, const env *e, dsl_args *opts, const char *scope,
-                              const param_spec *ps, int rank, const int64_t *dim, bool trainable,
-                              const dnode *at, slim_tid *out, int64_t *count)
-{
-    slim_init init = ps->init;
-    bool tr = trainable && !ps->state;
-    double lr_mult = 1, decay_mult = ps->decay_mult;
-    if (opts) {
-        dsl_arg *ia = args_find(opts, "init");
-        if (ia) {
-            ia->used = true;
-            TRY(parse_init(d, e, ia->vals[0], &init));
-        }
-        bool t = true;
-        TRY(args_bool(d, e, opts, "trainable", &t));
-        if (!t)
-            tr = false;
-        else if (ps->state && args_has(opts, "trainable") &&
-                 !args_find(opts, "trainable")->from_defaults)
-            return dsl_fail(d->err, args_find(opts, "trainable")->vals[0], SLIM_EINVAL,
-                            "found trainable: true for %s, expected false: moving statistics "
-                            "are updated by batch_norm, not by the optimizer",
-                            ps->key);
-        TRY(args_float(d, e, opts, "lr_mult", 0, 1e6, &lr_mult));
-        TRY(args_float(d, e, opts, "decay_mult", 0, 1e6, &decay_mult));
-        static const char *const keys[] = {"init", "trainable", "lr_mult", "decay_mult"};
-        TRY(args_check_used(d, opts, keys, 4));
-    }
-    int64_t n = 1;
-    for (int i = 0; i < rank; i++)
-        if (__builtin_mul_overflow(n, dim[i], &n))
-            n = INT64_MAX;
-    slim_shape s = slim_shape_make(rank, dim);
-    const char *name = dsl_printf(d->arena, "%s/%s", scope, ps->suffix);
-    if (!name)
-        return dsl_fail(d->err, at, SLIM_ENOMEM, "out of memory");
-    if (n > slim__dsl_limits.max_param_elems)
-        return dsl_fail(d->err, at, SLIM_EINVAL,
-                        "found parameter '%s' of shape %s (%lld values), expected at most %lld "
-                        "values per parameter",
-                        name, shape_text(d, &s), (long long)n,
-                        (long long)slim__dsl_limits.max_param_elems);
-    if (d->n_params_total > slim__dsl_limits.max_total_elems - n)
-        return dsl_fail(d->err, at, SLIM_EINVAL,
-                        "found parameter '%s' taking the model past %lld values, expected a "
-                        "smaller model",
-                        name, (long long)slim__dsl_limits.max_total_elems);
-    slim_param_opts po = {.flags = tr ? SLIM_PARAM_TRAINABLE : 0u, .lr_mult = (float)lr_mult};
-    slim_error pe = {0};
-    slim_status st = slim_graph_param(d->g, name, &s, &init, &po, out, &pe);
-    if (st != SLIM_OK)
-        return dsl_fail(d->err, at, st, "%s", pe.msg);
-    d->n_params_total += n;
-    if (tr)
-        d->n_trainable += n;
-    *count += n;
-    if (d->n_params == d->cap_params) {
-        int cap = d->cap_params ? 2 * d->cap_params : 64;
-        dsl_param *np = dsl_alloc(d->arena, (size_t)cap * sizeof *np);
-        if (!np)
-            return dsl_fail(d->err, at, SLIM_ENOMEM, "out of memory");
-        if (d->n_params)
-            memcpy(np, d->params, (size_t)d->n_params * sizeof *np);
-        d->params = np;
-        d->cap_params = cap;
-    }
-    d->params[d->n_params++] =
-        (dsl_param){.t = *out, .decay = (float)(d->weight_decay * decay_mult), .trainable = tr};
-    return SLIM_OK;
-}
-
-/* A constant vector (gamma of a batch norm without scale): shared, not a
- * model parameter. */
-static slim_status const_vec(dsl *d, double value, int64_t c, const dnode *at, slim_tid *out)
-{
-    int64_t key = value == 0 ? -c : c;
-    for (int i = 0; i < d->n_ones; i++)
-        if (d->ones_c[i] == key) {
-            *out = d->ones[i];
-            return SLIM_OK;
-        }
-    const char *name =
-        dsl_printf(d->arena, "slim_const/%s_%lld", value == 0 ? "zeros" : "ones", (long long)c);
-    slim_shape s = slim_shape_make(1, &c);
-    slim_init init = {.kind = SLIM_INIT_CONSTANT, .value = value};
-    slim_param_opts po = {.flags = 0};
-    slim_error pe = {0};
-    slim_status st = name ? slim_graph_param(d->g, name, &s, &init, &po, out, &pe) : SLIM_ENOMEM;
-    if (st != SLIM_OK)
-        return dsl_fail(d->err, at, st, "%s", name ? pe.msg : "out of memory");
-    if (d->n_ones < 64) {
-        d->ones[d->n_ones] = *out;
-        d->ones_c[d->n_ones++] = key;
-    }
-    return SLIM_OK;
-}
-
-/* ---- attributes of registry ops -------------------------------------------------- */
-
-static slim_status attr_from(dsl *d, const dnode *at, const char *key, const char *opname,
-                             const slim_attr_spec *s, const dval *v, slim_attrs *attrs)
-{
-    char kind[160];
-    snprintf(kind, sizeof kind, "op %s", opname);
-    double lo = s->ranged ? s->min : -1e300, hi = s->ranged ? s->max : 1e300;
-    switch (s->type) {
-    case SLIM_ATTR_INT:
-    case SLIM_ATTR_FLOAT: {
-        if (!dval_is_number(v) || (s->type == SLIM_ATTR_INT && v->kind != DV_INT))
-            return dsl_fail(d->err, at, SLIM_ETYPE, "found %s '%s' for '%s' of %s, expected %s",
-                            dval_kind_str(v), dval_str(d->arena, v), key, kind,
-                            s->type == SLIM_ATTR_INT ? "an integer" : "a number");
-        double x = dval_num(v);
-        if (!(x >= lo && x <= hi))
-            return dsl_fail(d->err, at, SLIM_EINVAL,
-                            "found %s for '%s' of %s, expected a value in [%g, %g]",
-                            dval_str(d->arena, v), key, kind, lo, hi);
-        return s->type == SLIM_ATTR_INT ? slim_attrs_set_int(attrs, s->name, v->i)
-                                        : slim_attrs_set_float(attrs, s->name, x);
-    }
-    case SLIM_ATTR_BOOL:
-        if (v->kind != DV_BOOL)
-            return dsl_fail(d->err, at, SLIM_ETYPE,
-                            "found %s '%s' for '%s' of %s, expected true or false",
-                            dval_kind_str(v), dval_str(d->arena, v), key, kind);
-        return slim_attrs_set_bool(attrs, s->name, v->b);
-    case SLIM_ATTR_STRING: {
-        if (v->kind != DV_STR)
-            return dsl_fail(d->err, at, SLIM_ETYPE, "found %s '%s' for '%s' of %s, expected text",
-                            dval_kind_str(v), dval_str(d->arena, v), key, kind);
-        if (!s->choices)
-            return slim_attrs_set_str(attrs, s->name, v->s);
-        const char *p = s->choices;
-        size_t sl = strlen(v->s);
-        while (*p) {
-            const char *q = strchr(p, '|');
-            size_t l = q ? (size_t)(q - p) : strlen(p);
-            if (l == sl && strncasecmp(p, v->s, l) == 0) {
-                char buf[128];
-                snprintf(buf, sizeof buf, "%.*s", (int)l, p);
-                return slim_attrs_set_str(attrs, s->name, buf);
-            }
-            p += l + (q ? 1 : 0);
-        }
-        return dsl_fail(d->err, at, SLIM_EINVAL, "found '%s' for '%s' of %s, expected one of %s",
-                        v->s, key, kind, s->choices);
-    }
-    case SLIM_ATTR_INTS:
-    case SLIM_ATTR_FLOATS: {
-        bool ints = s->type == SLIM_ATTR_INTS;
-        int n;
-        const dval *items;
-        dval one[2];
-        if (v->kind == DV_LIST) {
-            n = v->n;
-            items = v->items;
-            if (n > 64)
-                return dsl_fail(d->err, at, SLIM_EINVAL,
-                                "found a list of %d for '%s' of %s, expected at most 64 values", n,
-                                key, kind);
-        } else {
-            /* a scalar for a pair ([1, 1] default): both, as kernel sizes and strides */
-            one[0] = one[1] = *v;
-            n = s->def && s->def[0] == '[' && strchr(s->def, ',') &&
-                        !strchr(strchr(s->def, ',') + 1, ',')
-                    ? 2
-                    : 1;
-            if (!s->def && (!strcmp(s->name, "ksize") || !strcmp(s->name, "strides")))
-                n = 2;
-            items = one;
-        }
-        int64_t iv[64];
-        double fv[64];
-        for (int i = 0; i < n; i++) {
-            const dval *x = &items[i];
-            const dnode *xa = x->at ? x->at : at;
-            if (!dval_is_number(x) || (ints && x->kind != DV_INT))
-                return dsl_fail(d->err, xa, SLIM_ETYPE, "found %s '%s' in '%s' of %s, expected %s",
-                                dval_kind_str(x), dval_str(d->arena, x), key, kind,
-                                ints ? "integers" : "numbers");
-            double xv = dval_num(x);
-            if (!(xv >= lo && xv <= hi))
-                return dsl_fail(d->err, xa, SLIM_EINVAL,
-                                "found %s in '%s' of %s, expected values in [%g, %g]",
-                                dval_str(d->arena, x), key, kind, lo, hi);
-            iv[i] = x->i;
-            fv[i] = xv;
-        }
-        return ints ? slim_attrs_set_ints(attrs, s->name, iv, n)
-                    : slim_attrs_set_floats(attrs, s->name, fv, n);
-    }
-    }
-    return SLIM_EINVAL;
-}
-
-/* Every key of a not yet used in a is an attribute of op desc. */
-static slim_status op_attrs(dsl *d, const env *e, const slim_op_desc *desc, dsl_args *a,
-                            slim_attrs *attrs, const char *const *extra, int n_extra)
-{
-    for (int i = 0; i < a->n; i++) {
-        dsl_arg *g = &a->a[i];
-        if (g->used)
-            continue;
-        const char *name = g->key;
-        const slim_attr_spec *s = NULL;
-        for (int j = 0; j < desc->n_attrs && !s; j++)
-            if (!strcmp(desc->attrs[j].name, name))
-                s = &desc->attrs[j];
-        /* TF-Slim's names for the pooling arguments */
-        for (int j = 0; j < desc->n_attrs && !s; j++)
-            if ((!strcmp(name, "kernel_size") && !strcmp(desc->attrs[j].name, "ksize")) ||
-                (!strcmp(name, "stride") && !strcmp(desc->attrs[j].name, "strides")))
-                s = &desc->attrs[j];
-        if (!s)
-            continue;
-        g->used = true;
-        /* a name and its alias (stride / strides): the explicit one, else the canonical */
-        const char *other = !strcmp(name, "kernel_size") ? "ksize"
-                            : !strcmp(name, "stride")    ? "strides"
-                            : !strcmp(name, "ksize")     ? "kernel_size"
-                            : !strcmp(name, "strides")   ? "stride"
-                                                         : NULL;
-        dsl_arg *o = other ? args_find(a, other) : NULL;
-        if (o) {
-            bool alias = !strcmp(s->name, other);
-            if (!g->from_defaults && !o->from_defaults)
-                return dsl_fail(d->err, g->keynode, SLIM_EINVAL,
-                                "found both '%s' and '%s', expected one of them", name, other);
-            if (g->from_defaults && (!o->from_defaults || alias))
-                continue; /* the other one wins */
-        }
-        dval v;
-        TRY(dsl_resolve(&d->ev, e, g->vals[0], &v));
-        slim_status st = attr_from(d, g->vals[0], name, desc->name, s, &v, attrs);
-        if (st != SLIM_OK) {
-            if (d->err && d->err->code == st && d->err->line)
-                return st;
-            return dsl_fail(d->err, g->vals[0], st, "cannot set '%s' of op %s: %s", name,
-                            desc->name, slim_status_str(st));
-        }
-    }
-    const char *acc[96];
-    int n = 0;
-    for (int i = 0; i < n_extra && n < 96; i++)
-        acc[n++] = extra[i];
-    for (int j = 0; j < desc->n_attrs && n < 96; j++)
-        acc[n++] = desc->attrs[j].name;
-    return args_check_used(d, a, acc, n);
-}
-
-/* activation: none | op | {op: {attrs}} applied to x, node name scope/op. */
-static slim_status activation(dsl *d, const env *e, dsl_args *a, const char *def, const char *scope,
-                              slim_tid x, slim_tid *y)
-{
-    *y = x;
-    dval v;
-    const dnode *at;
-    TRY(args_value(d, e, a, "activation", &v, &at));
-    const char *op = def;
-    const dnode *attr_map = NULL;
-    if (at) {
-        if (v.kind == DV_NULL || (v.kind == DV_STR && !strcasecmp(v.s, "none")) ||
-            (v.kind == DV_BOOL && !v.b))
-            return SLIM_OK;
-        if (v.kind == DV_STR) {
-            op = v.s;
-        } else if (v.kind == DV_MAP && v.map->n == 1) {
-            op = v.map->keys[0]->str;
-            attr_map = v.map->items[0];
-            if (attr_map->kind == DN_SCALAR && !attr_map->quoted && !attr_map->str[0])
-                attr_map = NULL;
-            else if (attr_map->kind != DN_MAP)
-                return dsl_fail(d->err, attr_map, SLIM_ETYPE,
-                                "found %s for the attributes of activation %s, expected a mapping",
-                                dnode_kind_str(attr_map), op);
-        } else {
-            return dsl_fail(d->err, at, SLIM_ETYPE,
-                            "found %s for activation, expected none, an op name (relu, relu6, "
-                            "swish ...) or {op: {attributes}}",
-                            dval_kind_str(&v));
-        }
-    } else {
-        at = a->at;
-    }
-    if (!op)
-        return SLIM_OK;
-    const slim_op_desc *desc = slim_registry_find(d->reg, op);
-    if (!desc)
-        return dsl_fail(d->err, at, SLIM_ENOTFOUND,
-                        "found unknown activation '%s', expected none or an op with one input "
-                        "(relu, relu6, elu, leaky_relu, sigmoid, tanh, or a plugin's)",
-                        op);
-    if (desc->min_inputs > 1)
-        return dsl_fail(d->err, at, SLIM_EINVAL,
-                        "found activation '%s', which takes %d inputs, expected an op of one input",
-                        op, desc->min_inputs);
-    slim_attrs *attrs = slim_attrs_new();
-    if (!attrs)
-        return dsl_fail(d->err, at, SLIM_ENOMEM, "out of memory");
-    slim_status st = SLIM_OK;
-    if (attr_map) {
-        dsl_args aa;
-        st = args_collect(d, op, attr_map, NULL, attr_map, NULL, &aa);
-        if (st == SLIM_OK)
-            st = op_attrs(d, e, desc, &aa, attrs, NULL, 0);
-    }
-    const char *name = dsl_printf(d->arena, "%s/%s", scope, op);
-    if (st == SLIM_OK)
-        st = name ? dsl_add_node(d, at, op, name, &x, 1, attrs, y)
-                  : dsl_fail(d->err, at, SLIM_ENOMEM, "out of memory");
-    slim_attrs_free(attrs);
-    return st;
-}
-
-/* The activation a batch norm can apply itself (the op's activation
- * attribute): relu or relu6 named plainly, or the default def when the layer
- * does not say; NULL for anything else (none, attributes, other ops). */
-static slim_status fusable_activation(dsl *d, const env *e, dsl_args *a, const char *def,
-                                      const char **act)
-{
-    dval v;
-    const dnode *at;
-    TRY(args_value(d, e, a, "activation", &v, &at));
-    const char *op = at ? (v.kind == DV_STR ? v.s : NULL) : def;
-    *act = op && (!strcmp(op, "relu") || !strcmp(op, "relu6")) ? op : NULL;
-    return SLIM_OK;
-}
-
-/* ---- batch norm --------------------------------------------------------------------- */
-
-static const char *const bn_keys[] = {"decay", "epsilon",         "center",
-                                      "scale", "use_batch_stats", "beta",
-                                      "gamma", "moving_mean",     "moving_variance"};
-#define N_BN_KEYS 9
-
-/* TF-Slim's batch_norm over x with its variables under scope. */
-/* act: NULL, or relu / relu6 applied by the op itself (one pass, and no
- * pre-activation tensor kept for backward); the node keeps the scope's name. */
-static slim_status batch_norm(dsl *d, const env *e, dsl_args *o, const char *scope, bool trainable,
-                              const dnode *at, const char *act, slim_tid x, slim_tid *y,
-                              int64_t *count)
-{
-    double decay = 0.999, eps = 0.001;
-    bool center = true, scale = false, batch_stats = true;
-    TRY(args_float(d, e, o, "decay", 0, 1, &decay));
-    TRY(args_float(d, e, o, "epsilon", 0, 1e30, &eps));
-    TRY(args_bool(d, e, o, "center", &center));
-    TRY(args_bool(d, e, o, "scale", &scale));
-    TRY(args_bool(d, e, o, "use_batch_stats", &batch_stats));
-    slim_tensor_desc xd = tinfo(d, x);
-    if (xd.shape.rank < 2)
-        return dsl_fail(d->err, at, SLIM_ESHAPE,
-                        "found input %s for batch_norm, expected channels last with rank >= 2",
-                        shape_text(d, &xd.shape));
-    int64_t c = xd.shape.dim[xd.shape.rank - 1];
-    static const param_spec specs[4] = {
-        {.key = "beta", .suffix = "beta", .init = {.kind = SLIM_INIT_ZEROS}},
-        {.key = "gamma", .suffix = "gamma", .init = {.kind = SLIM_INIT_CONSTANT, .value = 1}},
-        {.key = "moving_mean",
-         .suffix = "moving_mean",
-         .init = {.kind = SLIM_INIT_ZEROS},
-         .state = true},
-        {.key = "moving_variance",
-         .suffix = "moving_variance",
-         .init = {.kind = SLIM_INIT_CONSTANT, .value = 1},
-         .state = true},
-    };
-    slim_tid t[4];
-    bool want[4] = {center, scale, true, true};
-    for (int i = 0; i < 4; i++) {
-        dsl_args po;
-        TRY(args_sub(d, e, o, specs[i].key, specs[i].key, &po));
-        if (!want[i]) {
-            TRY(const_vec(d, i == 0 ? 0.0 : 1.0, c, at, &t[i]));
-            continue;
-        }
-        TRY(make_param(d, e, po.at ? &po : NULL, scope, &specs[i], 1, &c, trainable, at, &t[i],
-                       count));
-    }
-    slim_attrs *attrs = slim_attrs_new();
-    if (!attrs)
-        return dsl_fail(d->err, at, SLIM_ENOMEM, "out of memory");
-    slim_attrs_set_float(attrs, "epsilon", eps);
-    slim_attrs_set_float(attrs, "decay", decay);
-    slim_attrs_set_bool(attrs, "use_batch_stats", batch_stats);
-    if (act)
-        slim_attrs_set_str(attrs, "activation", act);
-    slim_tid in[5] = {x, t[1], t[0], t[2], t[3]};
-    slim_status st = dsl_add_node(d, at, "batch_norm", scope, in, 5, attrs, y);
-    slim_attrs_free(attrs);
-    return st;
-}
-
-/* normalizer: batch_norm with the batch_norm: options, or biases. */
-static slim_status norm_or_bias(dsl *d, const env *e, dsl_args *a, const char *scope,
-                                bool trainable, const dnode *at, slim_tid conv_in[3],
-                                int *n_conv_in, bool *use_bn, dsl_args *bn_opts, int64_t *count,
-                                int64_t outputs)
-{
-    const char *norm = NULL;
-    TRY(args_choice(d, e, a, "normalizer", "none|batch_norm", &norm));
-    *use_bn = norm && !strcmp(norm, "batch_norm");
-    TRY(args_sub(d, e, a, "batch_norm", "batch_norm options", bn_opts));
-    if (*use_bn) {
-        args_mark_used(a, "biases");
-        return SLIM_OK;
-    }
-    dval bv;
-    const dnode *bat;
-    dsl_arg *ba = args_find(a, "biases");
-    bool biases = true;
-    dsl_args bo = {0};
-    if (ba) {
-        TRY(args_value(d, e, a, "biases", &bv, &bat));
-        if (bv.kind == DV_NULL || (bv.kind == DV_BOOL && !bv.b) ||
-            (bv.kind == DV_STR && !strcasecmp(bv.s, "none")))
-            biases = false;
-        else if (bv.kind == DV_MAP)
-            TRY(args_sub(d, e, a, "biases", "biases", &bo));
-        else if (bv.kind != DV_BOOL)
-            return dsl_fail(d->err, bat, SLIM_ETYPE,
-                            "found %s for biases, expected none, true or options {init: ..., "
-                            "trainable: ..., lr_mult: ..., decay_mult: ...}",
-                            dval_kind_str(&bv));
-    }
-    if (!biases)
-        return SLIM_OK;
-    static const param_spec bs = {
-        .key = "biases", .suffix = "biases", .init = {.kind = SLIM_INIT_ZEROS}};
-    return make_param(d, e, bo.at ? &bo : NULL, scope, &bs, 1, &outputs, trainable, at,
-                      &conv_in[(*n_conv_in)++], count);
-}
-
 /* ---- the layers ------------------------------------------------------------------- */
 
 static slim_status need_nhwc(dsl *d, const dnode *at, const char *kind, slim_tid x,
                              slim_tensor_desc *xd)
 {
-    *xd = tinfo(d, x);
+    *xd = dsl_tensor_info(d, x);
     if (xd->shape.rank != 4 || xd->dtype != SLIM_F32)
         return dsl_fail(d->err, at, SLIM_ESHAPE,
                         "found input %s for %s, expected an f32 image batch (N,H,W,C)",
-                        shape_text(d, &xd->shape), kind);
+                        dsl_shape_text(d, &xd->shape), kind);
     return SLIM_OK;
 }
 
@@ -684,10 +130,10 @@ static slim_status conv_attrs(dsl *d, const env *e, dsl_args *a, const dnode *at
     return SLIM_OK;
 }
 
-static const param_spec weights_spec = {.key = "weights",
-                                        .suffix = "weights",
-                                        .init = {.kind = SLIM_INIT_XAVIER_UNIFORM},
-                                        .decay_mult = 1};
+static const dsl_param_spec weights_spec = {.key = "weights",
+                                            .suffix = "weights",
+                                            .init = {.kind = SLIM_INIT_XAVIER_UNIFORM},
+                                            .decay_mult = 1};
 
 static slim_status layer_tail(dsl *d, dsl_layer_ctx *lc, bool use_bn, dsl_args *bn_opts,
                               bool trainable, slim_tid x, slim_tid *out, int64_t *count)
@@ -698,9 +144,9 @@ static slim_status layer_tail(dsl *d, dsl_layer_ctx *lc, bool use_bn, dsl_args *
         if (!sc)
             return dsl_fail(d->err, lc->at, SLIM_ENOMEM, "out of memory");
         const char *act;
-        TRY(fusable_activation(d, lc->e, lc->args, "relu", &act));
-        TRY(batch_norm(d, lc->e, bn_opts, sc, trainable, lc->at, act, x, &y, count));
-        TRY(args_check_used(d, bn_opts, bn_keys, N_BN_KEYS));
+        TRY(dsl_fusable_activation(d, lc->e, lc->args, "relu", &act));
+        TRY(dsl_batch_norm(d, lc->e, bn_opts, sc, trainable, lc->at, act, x, &y, count));
+        TRY(args_check_used(d, bn_opts, dsl_bn_keys, DSL_N_BN_KEYS));
         if (act) {
             *out = y;
             return SLIM_OK;
@@ -710,7 +156,7 @@ static slim_status layer_tail(dsl *d, dsl_layer_ctx *lc, bool use_bn, dsl_args *
         for (int i = 0; i < bn_opts->n; i++)
             bn_opts->a[i].used = true;
     }
-    return activation(d, lc->e, lc->args, "relu", lc->name, y, out);
+    return dsl_activation(d, lc->e, lc->args, "relu", lc->name, y, out);
 }
 
 /* Options of one weight of a separable convolution: its own key first, then
@@ -788,16 +234,16 @@ static slim_status build_conv(dsl *d, dsl_layer_ctx *lc, bool separable, slim_ti
         goto done;
     if (separable) {
         dsl_args wo;
-        static const param_spec dws = {.key = "depthwise_weights",
-                                       .suffix = "depthwise_weights",
-                                       .init = {.kind = SLIM_INIT_XAVIER_UNIFORM},
-                                       .decay_mult = 1};
+        static const dsl_param_spec dws = {.key = "depthwise_weights",
+                                           .suffix = "depthwise_weights",
+                                           .init = {.kind = SLIM_INIT_XAVIER_UNIFORM},
+                                           .decay_mult = 1};
         st = sep_weights(d, lc, "depthwise_weights", &wo);
         slim_tid w;
         int64_t wd[4] = {k[0], k[1], 1, c * mult};
         if (st == SLIM_OK)
-            st = make_param(d, lc->e, wo.at ? &wo : NULL, lc->name, &dws, 4, wd, trainable, lc->at,
-                            &w, &count);
+            st = dsl_make_param(d, lc->e, wo.at ? &wo : NULL, lc->name, &dws, 4, wd, trainable,
+                                lc->at, &w, &count);
         if (st != SLIM_OK)
             goto done;
         cin[0] = x;
@@ -812,7 +258,7 @@ static slim_status build_conv(dsl *d, dsl_layer_ctx *lc, bool separable, slim_ti
                          : SLIM_ENOMEM;
             if (st != SLIM_OK)
                 goto done;
-            slim_tensor_desc dd = tinfo(d, dw);
+            slim_tensor_desc dd = dsl_tensor_info(d, dw);
             dw_macs = sat_mul(sat_mul(dd.shape.dim[1] * dd.shape.dim[2], k[0] * k[1]), c * mult);
             slim_attrs_free(attrs);
             attrs = slim_attrs_new();
@@ -820,15 +266,15 @@ static slim_status build_conv(dsl *d, dsl_layer_ctx *lc, bool separable, slim_ti
                 st = dsl_fail(d->err, lc->at, SLIM_ENOMEM, "out of memory");
                 goto done;
             }
-            static const param_spec pws = {.key = "pointwise_weights",
-                                           .suffix = "pointwise_weights",
-                                           .init = {.kind = SLIM_INIT_XAVIER_UNIFORM},
-                                           .decay_mult = 1};
+            static const dsl_param_spec pws = {.key = "pointwise_weights",
+                                               .suffix = "pointwise_weights",
+                                               .init = {.kind = SLIM_INIT_XAVIER_UNIFORM},
+                                               .decay_mult = 1};
             int64_t pd[4] = {1, 1, c * mult, o};
             st = sep_weights(d, lc, "pointwise_weights", &wo);
             if (st == SLIM_OK)
-                st = make_param(d, lc->e, wo.at ? &wo : NULL, lc->name, &pws, 4, pd, trainable,
-                                lc->at, &w, &count);
+                st = dsl_make_param(d, lc->e, wo.at ? &wo : NULL, lc->name, &pws, 4, pd, trainable,
+                                    lc->at, &w, &count);
             if (st != SLIM_OK)
                 goto done;
             cin[0] = dw;
@@ -843,23 +289,23 @@ static slim_status build_conv(dsl *d, dsl_layer_ctx *lc, bool separable, slim_ti
         int64_t wd[4] = {k[0], k[1], c, o};
         st = args_sub(d, lc->e, a, "weights", "weights", &wo);
         if (st == SLIM_OK)
-            st = make_param(d, lc->e, wo.at ? &wo : NULL, lc->name, &weights_spec, 4, wd, trainable,
-                            lc->at, &w, &count);
+            st = dsl_make_param(d, lc->e, wo.at ? &wo : NULL, lc->name, &weights_spec, 4, wd,
+                                trainable, lc->at, &w, &count);
         if (st != SLIM_OK)
             goto done;
         cin[0] = x;
         cin[1] = w;
         ncin = 2;
     }
-    st = norm_or_bias(d, lc->e, a, lc->name, trainable, lc->at, cin, &ncin, &use_bn, &bn_opts,
-                      &count, o);
+    st = dsl_norm_or_bias(d, lc->e, a, lc->name, trainable, lc->at, cin, &ncin, &use_bn, &bn_opts,
+                          &count, o);
     if (st == SLIM_OK)
         st = dsl_add_node(d, lc->at, "conv2d", lc->name, cin, ncin, attrs, &y);
     if (st != SLIM_OK)
         goto done;
     {
         /* multiply-adds of one example: OH*OW*KH*KW*C*O (depthwise: OH*OW*KH*KW*C*M) */
-        slim_tensor_desc yd = tinfo(d, y);
+        slim_tensor_desc yd = dsl_tensor_info(d, y);
         int64_t hw = yd.shape.dim[1] * yd.shape.dim[2], macs;
         if (separable && !has_o)
             macs = sat_mul(sat_mul(hw, k[0] * k[1]), o);
@@ -910,11 +356,11 @@ static slim_status build_fc(dsl *d, dsl_layer_ctx *lc, slim_tid *out)
     if (lc->n_in != 1)
         return dsl_fail(d->err, lc->at, SLIM_EINVAL,
                         "found %d inputs for fully_connected, expected one", lc->n_in);
-    slim_tensor_desc xd = tinfo(d, lc->in[0]);
+    slim_tensor_desc xd = dsl_tensor_info(d, lc->in[0]);
     if (xd.shape.rank < 2 || xd.dtype != SLIM_F32)
         return dsl_fail(d->err, lc->at, SLIM_ESHAPE,
                         "found input %s for fully_connected, expected f32 (N, ...)",
-                        shape_text(d, &xd.shape));
+                        dsl_shape_text(d, &xd.shape));
     int64_t kdim = 1;
     for (int i = 1; i < xd.shape.rank; i++)
         kdim = sat_mul(kdim, xd.shape.dim[i]);
@@ -930,14 +376,14 @@ static slim_status build_fc(dsl *d, dsl_layer_ctx *lc, slim_tid *out)
     slim_tid w, y, z;
     int64_t wd[2] = {kdim, o};
     TRY(args_sub(d, lc->e, a, "weights", "weights", &wo));
-    TRY(make_param(d, lc->e, wo.at ? &wo : NULL, lc->name, &weights_spec, 2, wd, trainable, lc->at,
-                   &w, &count));
+    TRY(dsl_make_param(d, lc->e, wo.at ? &wo : NULL, lc->name, &weights_spec, 2, wd, trainable,
+                       lc->at, &w, &count));
     slim_tid cin[3] = {lc->in[0], w};
     int ncin = 2;
     bool use_bn;
     dsl_args bn_opts;
-    TRY(norm_or_bias(d, lc->e, a, lc->name, trainable, lc->at, cin, &ncin, &use_bn, &bn_opts,
-                     &count, o));
+    TRY(dsl_norm_or_bias(d, lc->e, a, lc->name, trainable, lc->at, cin, &ncin, &use_bn, &bn_opts,
+                         &count, o));
     TRY(dsl_add_node(d, lc->at, "fully_connected", lc->name, cin, ncin, NULL, &y));
     TRY(layer_tail(d, lc, use_bn, &bn_opts, trainable, y, &z, &count));
     static const char *const keys[] = {"name",       "inputs",      "repeat",     "stack",
@@ -960,11 +406,11 @@ static slim_status build_bn(dsl *d, dsl_layer_ctx *lc, slim_tid *out)
     int64_t count = 0;
     slim_tid y, z;
     const char *act;
-    TRY(fusable_activation(d, lc->e, a, NULL, &act));
-    TRY(batch_norm(d, lc->e, a, lc->name, trainable, lc->at, act, lc->in[0], &y, &count));
+    TRY(dsl_fusable_activation(d, lc->e, a, NULL, &act));
+    TRY(dsl_batch_norm(d, lc->e, a, lc->name, trainable, lc->at, act, lc->in[0], &y, &count));
     z = y;
     if (!act)
-        TRY(activation(d, lc->e, a, NULL, lc->name, y, &z));
+        TRY(dsl_activation(d, lc->e, a, NULL, lc->name, y, &z));
     static const char *const keys[] = {"name",        "inputs",          "repeat",     "stack",
                                        "if",          "decay",           "epsilon",    "center",
                                        "scale",       "use_batch_stats", "beta",       "gamma",
@@ -996,7 +442,7 @@ static slim_status build_op(dsl *d, const char *op, dsl_layer_ctx *lc, slim_tid 
     slim_attrs *attrs = slim_attrs_new();
     if (!attrs)
         return dsl_fail(d->err, lc->at, SLIM_ENOMEM, "out of memory");
-    slim_status st = op_attrs(d, lc->e, desc, lc->args, attrs, reserved, 5);
+    slim_status st = dsl_op_attrs(d, lc->e, desc, lc->args, attrs, reserved, 5);
     if (st == SLIM_OK)
         st = dsl_add_node(d, lc->at, op, lc->name, lc->in, lc->n_in, attrs, out);
     slim_attrs_free(attrs);

@@ -3,9 +3,11 @@
 libslim_core_la_SOURCES += \
 	dsl/dsl.h \
 	dsl/yaml.c \
+	dsl/value.c \
 	dsl/expr.c \
 	dsl/args.c \
 	dsl/build.c \
+	dsl/params.c \
 	dsl/layers.c \
 	dsl/head.c \
 	dsl/model.c
