@@ -35,7 +35,8 @@ typedef struct layer {
 
 /* SAME padding everywhere (the 1x1 needs none). */
 static const layer LAYERS[] = {
-    {"ResNet-50 3x3 64->64 56x56 b16", "R50 conv3x3 64->64 56x56 b16", 16, 56, 56, 64, 3, 3, 64, 1, 1},
+    {"ResNet-50 3x3 64->64 56x56 b16", "R50 conv3x3 64->64 56x56 b16", 16, 56, 56, 64, 3, 3, 64, 1,
+     1},
     {"VGG-16 conv1_2 64->64 224x224 b4", "VGG conv1_2 64->64 224x224 b4", 4, 224, 224, 64, 3, 3, 64,
      1, 1},
     {"1x1 256->64 56x56 b16", "1x1 conv 256->64 56x56 b16", 16, 56, 56, 256, 1, 1, 64, 1, 1},
@@ -91,9 +92,9 @@ typedef struct opts {
     int min_reps;
     const char *anchors; /* directory of dnnl_conv_*.txt */
     const char *json;
-    const char *only; /* substring of a layer name, or NULL */
-    const char *dir;  /* one direction, or NULL */
-    bool cpu_time;    /* time by process CPU time instead of wall time */
+    const char *only;     /* substring of a layer name, or NULL */
+    const char *dir;      /* one direction, or NULL */
+    bool cpu_time;        /* time by process CPU time instead of wall time */
     const char *winograd; /* conv2d's winograd attribute: auto, on, off */
 } opts;
 

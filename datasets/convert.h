@@ -28,10 +28,10 @@ typedef struct convert_opts {
     int num_threads;
     uint64_t seed; /* shuffle of the images (default 0, as TF-Slim's random.seed(0)) */
     bool no_shuffle;
-    bool verify_decode; /* decode every image fully (default: header check) */
+    bool verify_decode;   /* decode every image fully (default: header check) */
     bool keep_jpeg_bytes; /* store JPEGs as they are (default: losslessly transcoded with a restart
                              marker after every MCU, so random crops decode only what they need) */
-    bool overwrite;     /* discard a previous conversion with another plan */
+    bool overwrite;       /* discard a previous conversion with another plan */
     slim_on_error on_error;
     slim_compression compression;
     /* IDX / CIFAR: */
@@ -45,7 +45,8 @@ typedef struct convert_result {
     int64_t skipped; /* unreadable images (on_error skip) */
     int shards, shards_resumed;
     int num_classes;
-    int64_t indexed, kept; /* --input_records: JPEGs made restart-indexed, records kept as they are */
+    int64_t indexed,
+        kept; /* --input_records: JPEGs made restart-indexed, records kept as they are */
     char first_skip[1024];
 } convert_result;
 

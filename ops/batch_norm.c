@@ -327,9 +327,10 @@ static inline __attribute__((always_inline)) float z_of(int act, float x, float 
     return act == ACT_NONE ? 0.0f : (x - mean) * scale + beta;
 }
 
-static inline __attribute__((always_inline)) void
-sums_row(int act, int64_t C, const float *xr, const float *dyr, const float *mean, const float *sc,
-         const float *beta, double *sdy, double *sdyx)
+static inline __attribute__((always_inline)) void sums_row(int act, int64_t C, const float *xr,
+                                                           const float *dyr, const float *mean,
+                                                           const float *sc, const float *beta,
+                                                           double *sdy, double *sdyx)
 {
     for (int64_t j = 0; j < C; j++) {
         float d = act_bwd(act, z_of(act, xr[j], mean[j], sc[j], beta[j]), dyr[j]);
@@ -363,7 +364,7 @@ static void bn_backward(const slim_kernel_ctx *c)
     }
     float *cf = coef(c, C);
     float *mean = cf, *ca = cf + C, *cb = cf + 2 * C, *c0 = cf + 3 * C; /* (C) each */
-    float *sc = cf + 4 * C; /* the forward's scale */
+    float *sc = cf + 4 * C;                                             /* the forward's scale */
     int64_t lo, hi;
 
     /* Phase 0: the statistics per channel. */

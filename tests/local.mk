@@ -60,6 +60,10 @@ TESTS += tests/engine/test_attrs
 # TAP helpers the shell tests source (ok, not_ok, check, tap_end)
 EXTRA_DIST += tests/tap.sh
 
+# Every C file as clang-format 14 writes it (skipped without clang-format 14;
+# `make format` rewrites them): make format-check.
+EXTRA_DIST += tests/format.sh
+
 # Every test program under valgrind (memcheck, leaks). valgrind 3.19 does not
 # decode every instruction -march=native may emit: configure with
 # --with-arch=x86-64-v3 for this target.

@@ -279,8 +279,8 @@ typedef struct slim_pipeline_stats {
     double wait_seconds;    /* caller's total time blocked in next */
     double elapsed_seconds; /* since slim_pipeline_new */
     int num_threads;
-    int64_t epoch_size;     /* examples per epoch once known (after one full pass), else 0 */
-    int64_t boxed_examples; /* examples whose distorted crop used their own bounding boxes */
+    int64_t epoch_size;      /* examples per epoch once known (after one full pass), else 0 */
+    int64_t boxed_examples;  /* examples whose distorted crop used their own bounding boxes */
     int64_t indexed_decodes; /* JPEG regions decoded from a restart-indexed cut (slimrun convert's
                                 JPEGs): only the MCUs the crop touches */
 } slim_pipeline_stats;

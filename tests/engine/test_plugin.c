@@ -33,7 +33,8 @@ int main(void)
         return 1;
     }
     int before = slim_registry_count(reg);
-    harness_ok(slim_registry_find(reg, NULL) == NULL && slim_registry_find(reg, "no_such_op") == NULL,
+    harness_ok(slim_registry_find(reg, NULL) == NULL &&
+                   slim_registry_find(reg, "no_such_op") == NULL,
                "looking up no name or an unknown one finds nothing");
     char path[512];
     slim_status st = slim_registry_load_plugin(reg, plugin_path("swish", path, sizeof path), &err);
