@@ -6,6 +6,15 @@ tools_slimrun_SOURCES = tools/slimrun.c tools/cmd.h tools/commands.def \
 	tools/cli.c tools/cli.h tools/flags.c tools/flags.h tools/measure.h \
 	tools/cmd_ops.c
 tools_slimrun_LDADD = libslim_core.la
+
+# README.md's flag tables are `slimrun CMD --help` (the flag_def tables):
+# `make readme-flags` rewrites them, the test fails when they differ.
+TESTS += tests/tools/readme_flags.sh
+EXTRA_DIST += tests/tools/readme_flags.sh
+readme-flags: tools/slimrun$(EXEEXT)
+	@top_srcdir=$(top_srcdir) top_builddir=$(top_builddir) \
+	  $(SHELL) $(top_srcdir)/tests/tools/readme_flags.sh --update
+.PHONY: readme-flags
 include tools/inspect.mk
 include tools/data.mk
 include tools/train.mk
