@@ -41,14 +41,16 @@ const char *slim_cli_bytes(char *buf, size_t n, double bytes);
 
 /* Train from argv[first..]; pre/pre_n: flags from a run file, parsed first so
  * that the command line overrides them. *out_cfg (when not NULL) receives the
- * configuration used. Returns the process exit code. */
+ * configuration used (its run_config and plugins are gone after the return;
+ * its other strings point into argv and pre). Returns the process exit code. */
 int slim_cli_train(int argc, char **argv, int first, char **pre, int pre_n,
                    slim_train_config *out_cfg);
 /* slimrun train's flags into a configuration (for train and profile). */
 typedef struct slim_cli_train_args {
     slim_train_config c;
-    int steps, warmup; /* profile: steps timed, steps run first */
-    int eval_detail;   /* user data of c.on_eval */
+    int steps, warmup;  /* profile: steps timed, steps run first */
+    int eval_detail;    /* user data of c.on_eval */
+    flags_result flags; /* c.run_config and c.plugins point into it */
 } slim_cli_train_args;
 /* Parse the train flags (pre first, then argv[first..]) into *ta and set its
  * callbacks and signal handling. cmd names the command in messages; usage and

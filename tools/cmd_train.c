@@ -189,32 +189,31 @@ int slim_cli_train_args_parse(slim_cli_train_args *ta, const char *cmd, const ch
     slim_train_config_init(&ta->c);
     ta->steps = 20;
     ta->warmup = 3;
-    flags_result fr;
-    memset(&fr, 0, sizeof fr);
+    flags_result *fr = &ta->flags;
     char err[1024];
-    if (pre_n && flags_parse(train_flags, N_TRAIN_FLAGS, ta, pre_n, pre, 0, &fr, err, sizeof err)) {
+    if (pre_n && flags_parse(train_flags, N_TRAIN_FLAGS, ta, pre_n, pre, 0, fr, err, sizeof err)) {
         fprintf(stderr, "slimrun %s: run file: %s\n", cmd, err);
         return 2;
     }
-    if (flags_parse(train_flags, N_TRAIN_FLAGS, ta, argc, argv, first, &fr, err, sizeof err)) {
+    if (flags_parse(train_flags, N_TRAIN_FLAGS, ta, argc, argv, first, fr, err, sizeof err)) {
         fprintf(stderr, "slimrun %s: %s\n", cmd, err);
         return 2;
     }
-    if (fr.help) {
+    if (fr->help) {
         flags_usage(stdout, usage, train_flags, N_TRAIN_FLAGS);
         if (more_help)
             more_help();
         return 0;
     }
-    if (fr.n_pos) {
+    if (fr->n_pos) {
         fprintf(stderr, "slimrun %s: unexpected argument '%s' (flags are --name=value)\n", cmd,
-                fr.pos[0]);
+                fr->pos[0]);
         return 2;
     }
-    if (fr.notes[0])
-        fprintf(stderr, "note: %s\n", fr.notes);
+    if (fr->notes[0])
+        fprintf(stderr, "note: %s\n", fr->notes);
     slim_train_config *c = &ta->c;
-    c->run_config = fr.settings;
+    c->run_config = fr->settings;
     c->on_message = slim_cli_message;
     c->on_progress = on_progress;
     c->on_eval = slim_cli_print_eval;
