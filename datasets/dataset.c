@@ -266,7 +266,12 @@ static slim_status from_yaml(slim_dataset *d, const char *path, const char *dir,
             double t[3];
             int n;
             st = slim__yt_floats(&doc, v, t, 3, &n, err);
-            if (!st && n == 3) {
+            for (int i = 0; !st && i < 3; i++)
+                if (n != 3 || !(t[i] >= 0 && t[i] <= 65536) || t[i] != (int)t[i])
+                    st = slim__yt_error(&doc, v, err,
+                                        "image_size is [height, width, channels], whole numbers "
+                                        "from 0 (any) to 65536");
+            if (!st) {
                 d->info.image_height = (int)t[0];
                 d->info.image_width = (int)t[1];
                 d->info.channels = (int)t[2];

@@ -68,12 +68,26 @@ slim_status slim_idx_read(const char *path, slim_idx *out, slim_error *err)
     if (st == SLIM_OK) {
         out->shape.rank = magic[3];
         out->dtype = SLIM_U8;
-        out->data = malloc(total);
-        if (!out->data)
-            st = slim__error(err, SLIM_ENOMEM, "%s: cannot allocate %zu bytes", path, total);
     }
-    if (st == SLIM_OK)
-        st = read_exact(f, out->data, total, path, 4 + 4 * (size_t)magic[3], "data", err);
+    /* The sizes are only a claim until the data is there: the buffer grows
+     * with what is read (a 20-byte file may claim a terabyte). */
+    size_t have = 0, cap = 0, off = 4 + 4 * (size_t)magic[3];
+    while (st == SLIM_OK && (have < total || !out->data)) {
+        size_t want = total - have < ((size_t)64 << 20) ? total : have + ((size_t)64 << 20);
+        if (want > cap) {
+            size_t c = want > 2 * cap ? want : 2 * cap < total ? 2 * cap : total;
+            uint8_t *b = realloc(out->data, c ? c : 1);
+            if (!b) {
+                st = slim__error(err, SLIM_ENOMEM, "%s: cannot allocate %zu bytes", path, c);
+                break;
+            }
+            out->data = b;
+            cap = c;
+        }
+        size_t n = (cap < total ? cap : total) - have;
+        st = read_exact(f, out->data + have, n, path, off + have, "data", err);
+        have += n;
+    }
     gzclose(f);
     if (st != SLIM_OK)
         slim_idx_fini(out);

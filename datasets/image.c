@@ -69,6 +69,7 @@ struct slim__jpeg {
     const uint8_t *data;   /* the image of the last header */
     size_t len;
     slim__jpeg_index index; /* crops of restart-indexed files */
+    bool used;              /* a header was read with this libjpeg object */
     bool last_cut;
 };
 
@@ -131,6 +132,15 @@ static JSAMPARRAY alloc_sarray_zeroed(j_common_ptr c, int pool, JDIMENSION sampl
     return rows;
 }
 
+/* A fresh libjpeg object (the caller has set the error jump). */
+static void create(slim__jpeg *j)
+{
+    jpeg_create_decompress(&j->ci);
+    j->ci.client_data = j;
+    j->alloc_sarray = j->ci.mem->alloc_sarray;
+    j->ci.mem->alloc_sarray = alloc_sarray_zeroed;
+}
+
 slim__jpeg *slim__jpeg_new(void)
 {
     slim__jpeg *volatile j = calloc(1, sizeof *j);
@@ -144,10 +154,7 @@ slim__jpeg *slim__jpeg_new(void)
         free(j);
         return NULL;
     }
-    jpeg_create_decompress(&j->ci);
-    j->ci.client_data = j;
-    j->alloc_sarray = j->ci.mem->alloc_sarray;
-    j->ci.mem->alloc_sarray = alloc_sarray_zeroed;
+    create(j);
     return j;
 }
 
@@ -211,12 +218,21 @@ slim_status slim__jpeg_header(slim__jpeg *j, const uint8_t *data, size_t len, co
                               int *orientation, slim_error *err)
 {
     j->name = name;
-    if (j->started || j->have_header)
-        jpeg_abort_decompress(&j->ci);
     j->started = false;
     j->have_header = false;
     if (setjmp(j->em.jb))
         return jpeg_fail(j, err);
+    /* libjpeg keeps the Huffman and quantization tables of the images it read
+     * before (abbreviated datastreams): a file that leaves one out would be
+     * decoded with the last image's, its pixels depending on what the thread
+     * decoded earlier. Each image gets a fresh object (about a microsecond),
+     * so a missing table is what it is for a fresh decoder: the standard
+     * Huffman table, or an error. */
+    if (j->used) {
+        jpeg_destroy_decompress(&j->ci);
+        create(j);
+    }
+    j->used = true;
     jpeg_mem_src(&j->ci, data, (unsigned long)len);
     j->data = data;
     j->len = len;

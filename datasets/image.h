@@ -5,7 +5,8 @@
 
 #include <slim/data.h>
 
-/* A libjpeg-turbo decompressor kept per worker thread (its allocations are reused). */
+/* A JPEG decoder kept per worker thread (its buffers are reused; libjpeg's object is
+ * made afresh for each image, so that no table of one image is used for another). */
 typedef struct slim__jpeg slim__jpeg;
 
 slim__jpeg *slim__jpeg_new(void);

@@ -180,9 +180,9 @@ slim_status slim__png_check_chunks(const uint8_t *d, size_t len, const char *nam
 {
     if (!name)
         name = "image";
-    for (size_t at = 8; at + 8 <= len;) {
+    for (size_t at = 8; at + 12 <= len;) { /* as the fast path walks them */
         uint32_t n = be32(d + at);
-        if (n > len - at - 8 || len - at - 8 - n < 4)
+        if (n > len - at - 12)
             return slim__error(err, SLIM_ECORRUPT,
                                "%s: corrupt PNG: chunk %.4s at byte %zu claims %u bytes, past the "
                                "end of the file (%zu bytes)",
@@ -194,16 +194,47 @@ slim_status slim__png_check_chunks(const uint8_t *d, size_t len, const char *nam
     return SLIM_OK;
 }
 
+/* deflate packs at most 1032 bytes into one: image data too short for the
+ * rows the header claims (filter bytes included) is corrupt, and refused
+ * before allocating for them (a 100-byte file claiming 2^28 pixels). */
+static slim_status enough_data(const uint8_t *d, size_t len, const char *name, slim_error *err)
+{
+    if (len < 33 || memcmp(d + 12, "IHDR", 4))
+        return SLIM_OK; /* libpng says what is wrong */
+    uint32_t W = be32(d + 16), H = be32(d + 20);
+    int depth = d[24], type = d[25];
+    int ch = type == 2 ? 3 : type == 4 ? 2 : type == 6 ? 4 : 1;
+    uint64_t need = (uint64_t)H * (((uint64_t)W * (uint64_t)ch * (uint64_t)depth + 7) / 8 + 1);
+    uint64_t idat = 0;
+    for (size_t at = 8; at + 12 <= len;) {
+        uint32_t n = be32(d + at);
+        if (n > len - at - 12 || !memcmp(d + at + 4, "IEND", 4))
+            break;
+        if (!memcmp(d + at + 4, "IDAT", 4))
+            idat += n;
+        at += 12 + (size_t)n;
+    }
+    if (need > 1032 * idat + 1024)
+        return slim__error(err, SLIM_ECORRUPT,
+                           "%s: corrupt PNG: %ux%u pixels need %llu bytes of image data, more "
+                           "than its %llu bytes of IDAT can hold",
+                           name, W, H, (unsigned long long)need, (unsigned long long)idat);
+    return SLIM_OK;
+}
+
 slim_status slim__png_decode(slim__png *p, const uint8_t *data, size_t len, const char *name,
                              int channels, uint8_t **out, size_t *cap, int *h, int *w, int *c,
                              slim_error *err)
 {
     if (!name)
         name = "image";
+    slim_status st = enough_data(data, len, name, err);
+    if (st)
+        return st;
     slim__png *own = NULL;
     if (!p && !(p = own = slim__png_new()))
         return slim__error(err, SLIM_ENOMEM, "out of memory");
-    slim_status st = fast(p, data, len, name, channels, out, cap, h, w, c, err);
+    st = fast(p, data, len, name, channels, out, cap, h, w, c, err);
     slim__png_free(own);
     if (st != SLIM_EUNSUPPORTED)
         return st;

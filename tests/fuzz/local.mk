@@ -4,6 +4,7 @@
 # its harness) and `make fuzz` (clang, ASan + UBSan, one program each).
 FUZZ_HARNESSES = \
 	tests/fuzz/checkpoint.c \
+	tests/fuzz/convert.c \
 	tests/fuzz/dataset.c \
 	tests/fuzz/dsl.c \
 	tests/fuzz/example.c \
