@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 typedef struct known {
@@ -470,8 +471,10 @@ const char *slim_recipe_for_model(const char *m)
                {"alexnet", "vgg"},         {"overfeat", "vgg"},     {"i3d", "inception"}};
     if (!m)
         return NULL;
+    /* Case-blind: zoo files name their scope as TF-Slim's nets do ("LeNet",
+     * "CifarNet", "InceptionV3", "MobilenetV1", "resnet_v1_50"). */
     for (size_t i = 0; i < sizeof map / sizeof *map; i++)
-        if (!strncmp(m, map[i].prefix, strlen(map[i].prefix)))
+        if (!strncasecmp(m, map[i].prefix, strlen(map[i].prefix)))
             return map[i].recipe;
     return NULL;
 }

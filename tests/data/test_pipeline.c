@@ -374,6 +374,11 @@ static void test_datasets(const char *dir)
     tap_streq(slim_recipe_for_model("inception_v3"), "inception", "inception_v3 -> inception");
     tap_streq(slim_recipe_for_model("resnet_v1_50"), "vgg", "resnet_v1_50 -> vgg");
     tap_streq(slim_recipe_for_model("lenet"), "lenet", "lenet -> lenet");
+    /* The zoo files' scope names (issue 26: these fell back to the dataset's recipe). */
+    tap_streq(slim_recipe_for_model("LeNet"), "lenet", "LeNet -> lenet");
+    tap_streq(slim_recipe_for_model("CifarNet"), "cifarnet", "CifarNet -> cifarnet");
+    tap_streq(slim_recipe_for_model("InceptionV3"), "inception", "InceptionV3 -> inception");
+    tap_streq(slim_recipe_for_model("MobilenetV1"), "inception", "MobilenetV1 -> inception");
 }
 
 static void test_preprocessor(void)

@@ -14,6 +14,7 @@
  */
 #include "tests/dsl/tap.h"
 
+#include <slim/data.h>
 #include <slim/model.h>
 
 #include <math.h>
@@ -103,6 +104,13 @@ static void counts(slim_registry *reg, const zoo_case *c)
     if (info->n_params != c->params || info->n_trainable != c->trainable)
         tap_diag("got %lld parameters, %lld trainable", (long long)info->n_params,
                  (long long)info->n_trainable);
+    /* The default recipe is the model's (TF-Slim's preprocessing_factory), found
+     * from the scope name the file gives ("LeNet" for lenet). */
+    if (!strchr(c->name, '/')) {
+        const char *want = slim_recipe_for_model(c->name), *got = slim_recipe_for_model(info->name);
+        tap_ok(want && got && !strcmp(want, got), "%s (scope %s): default recipe %s", c->name,
+               info->name, got ? got : "(none)");
+    }
     slim_model_free(m);
 }
 
