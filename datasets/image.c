@@ -24,8 +24,16 @@
 #include <jpeglib.h>
 #include <png.h>
 
-/* Decoded images larger than this are refused (a corrupt header can claim 65535^2). */
-#define MAX_PIXELS ((int64_t)1 << 28)
+slim_status slim__pixel_limit(const char *name, const char *format, uint64_t w, uint64_t h,
+                              slim_error *err)
+{
+    if (w * h <= (uint64_t)SLIM__MAX_PIXELS) /* both are at most 2^32 - 1 */
+        return SLIM_OK;
+    return slim__error(err, SLIM_EUNSUPPORTED,
+                       "%s: %s of %llux%llu pixels is larger than the limit of %lld pixels",
+                       name ? name : "image", format, (unsigned long long)w, (unsigned long long)h,
+                       (long long)SLIM__MAX_PIXELS);
+}
 
 slim_image_format slim_image_sniff(const void *data, size_t len)
 {
@@ -242,12 +250,26 @@ slim_status slim__jpeg_header(slim__jpeg *j, const uint8_t *data, size_t len, co
         jpeg_save_markers(&j->ci, JPEG_APP0 + 1, 0);
     jpeg_read_header(&j->ci, TRUE);
     j->have_header = true;
-    if ((int64_t)j->ci.image_width * j->ci.image_height > MAX_PIXELS) {
+    slim_status st = slim__pixel_limit(name, "JPEG", j->ci.image_width, j->ci.image_height, err);
+    /* Cut short: a Huffman-coded file's first scan spends at least a bit on
+     * each block of its component(s), so fewer bits than the smallest
+     * component has blocks is a truncated file, which libjpeg would find
+     * only after allocating and decoding what the header claims. */
+    uint64_t least = UINT64_MAX;
+    for (int c = 0; c < j->ci.num_components; c++) {
+        uint64_t b = (uint64_t)j->ci.comp_info[c].width_in_blocks *
+                     j->ci.comp_info[c].height_in_blocks;
+        least = b < least ? b : least;
+    }
+    if (!st && !j->ci.arith_code && (uint64_t)len * 8 < least)
+        st = slim__error(err, SLIM_ECORRUPT,
+                         "%s: corrupt JPEG: %zu bytes are too few for %ux%u pixels (the file is "
+                         "cut short)",
+                         name ? name : "image", len, j->ci.image_width, j->ci.image_height);
+    if (st) {
         jpeg_abort_decompress(&j->ci);
         j->have_header = false;
-        return slim__error(err, SLIM_EUNSUPPORTED, "%s: JPEG of %ux%u pixels is larger than %lld",
-                           name ? name : "image", j->ci.image_width, j->ci.image_height,
-                           (long long)MAX_PIXELS);
+        return st;
     }
     *height = (int)j->ci.image_height;
     *width = (int)j->ci.image_width;
@@ -593,7 +615,7 @@ slim_status slim_image_probe(const void *data, size_t len, const char *name, int
         *width = (int)im.width;
         *channels = (im.format & PNG_FORMAT_FLAG_COLOR) ? 3 : 1;
         png_image_free(&im);
-        return SLIM_OK;
+        return slim__pixel_limit(name, "PNG", im.width, im.height, err);
     }
     if (f == SLIM_IMAGE_JPEG) {
         slim__jpeg *j = slim__jpeg_new();

@@ -5,6 +5,16 @@
 
 #include <slim/data.h>
 
+/* The most pixels (width x height) an image may have, checked from its
+ * header wherever one is opened: decoded, probed or transcoded, JPEG or PNG
+ * (a 6 KB file can claim 65000x65000; this is 16384x16384). */
+#define SLIM__MAX_PIXELS ((int64_t)1 << 28)
+
+/* SLIM_EUNSUPPORTED naming the file, its format and size when w x h is over
+ * SLIM__MAX_PIXELS; SLIM_OK otherwise. */
+slim_status slim__pixel_limit(const char *name, const char *format, uint64_t w, uint64_t h,
+                              slim_error *err);
+
 /* A JPEG decoder kept per worker thread (its buffers are reused; libjpeg's object is
  * made afresh for each image, so that no table of one image is used for another). */
 typedef struct slim__jpeg slim__jpeg;

@@ -20,6 +20,7 @@
  * (libjpeg's coefficient API, the quantized DCT coefficients unchanged,
  * optimized Huffman tables, the APPn/COM markers copied) of each image. */
 #include "datasets/jpeg_index.h"
+#include "datasets/image.h"
 #include "engine/error.h"
 
 #include <setjmp.h>
@@ -332,7 +333,20 @@ slim_status slim__jpeg_add_restarts(const uint8_t *data, size_t len, const char 
     for (int m = 0; m < 16; m++)
         jpeg_save_markers(&t->di, JPEG_APP0 + m, 0xFFFF);
     jpeg_read_header(&t->di, TRUE);
-    bool ok = t->di.data_precision == 8 &&
+    slim_status lim = slim__pixel_limit(name, "JPEG", t->di.image_width, t->di.image_height, err);
+    if (lim) {
+        t_free(t);
+        return lim;
+    }
+    /* A Huffman-coded scan spends at least a bit on every block (its DC):
+     * a file shorter than that is cut short, kept as it is without reading
+     * its coefficients (which would take 2 bytes each of what the header
+     * claims: a few KB claiming 16384x16384 would take 800 MB). */
+    uint64_t blocks = 0;
+    for (int c = 0; c < t->di.num_components; c++)
+        blocks += (uint64_t)t->di.comp_info[c].width_in_blocks * t->di.comp_info[c].height_in_blocks;
+    bool short_file = !t->di.arith_code && (uint64_t)len * 8 < blocks;
+    bool ok = !short_file && t->di.data_precision == 8 &&
               (t->di.jpeg_color_space == JCS_YCbCr || t->di.jpeg_color_space == JCS_GRAYSCALE);
     bool already = t->di.restart_interval == 1 && !t->di.progressive_mode && !t->di.arith_code &&
                    t->di.comps_in_scan == t->di.num_components;

@@ -70,7 +70,7 @@ static slim_status fast(slim__png *p, const uint8_t *d, size_t len, const char *
     uint32_t W = be32(ih), H = be32(ih + 4);
     int depth = ih[8], type = ih[9];
     if (depth != 8 || (type != 0 && type != 2) || ih[10] || ih[11] || ih[12] || !W || !H ||
-        (uint64_t)W * H > ((uint64_t)1 << 28))
+        (uint64_t)W * H > (uint64_t)SLIM__MAX_PIXELS)
         return SLIM_EUNSUPPORTED;
     int sc = type == 2 ? 3 : 1, oc = want_c ? want_c : sc;
     size_t rowb = (size_t)W * sc, rawn = (rowb + 1) * H;
@@ -248,10 +248,10 @@ slim_status slim__png_decode(slim__png *p, const uint8_t *data, size_t len, cons
         return slim__error(err, SLIM_ECORRUPT, "%s: corrupt PNG: %s", name, im.message);
     int stored = (im.format & PNG_FORMAT_FLAG_COLOR) ? 3 : 1;
     int oc = channels ? channels : stored;
-    if ((int64_t)im.width * im.height > ((int64_t)1 << 28)) {
+    slim_status lim = slim__pixel_limit(name, "PNG", im.width, im.height, err);
+    if (lim) {
         png_image_free(&im);
-        return slim__error(err, SLIM_EUNSUPPORTED, "%s: PNG of %ux%u pixels is too large", name,
-                           im.width, im.height);
+        return lim;
     }
     /* Alpha (an alpha channel or tRNS) is dropped, as TensorFlow's decode_png
      * does (png_set_strip_alpha): read with it, then keep the colour. Asking

@@ -636,6 +636,122 @@ static void test_untranscodable(void)
     free(src);
 }
 
+/* The frame header's size set to w x h (the scan left as it is). */
+static void set_size(uint8_t *b, size_t n, int w, int h)
+{
+    for (size_t p = 2; p + 9 < n; p++)
+        if (b[p] == 0xFF && (b[p + 1] == 0xC0 || b[p + 1] == 0xC2)) {
+            b[p + 5] = (uint8_t)(h >> 8), b[p + 6] = (uint8_t)h;
+            b[p + 7] = (uint8_t)(w >> 8), b[p + 8] = (uint8_t)w;
+            return;
+        }
+}
+
+/* One shard of one Example holding jpg under image/encoded. */
+static void write_record_shard(const char *path, const uint8_t *jpg, size_t n)
+{
+    slim_error err = {0};
+    slim_example *e = NULL;
+    uint8_t *ex = NULL;
+    size_t el = 0;
+    slim_tfrecord_writer *w = NULL;
+    if (!slim_example_new(&e, &err) && !slim_example_set_bytes(e, "image/encoded", jpg, n) &&
+        !slim_example_serialize(e, &ex, &el, &err) &&
+        !slim_tfrecord_writer_new(path, SLIM_COMPRESSION_NONE, &w, &err)) {
+        slim_tfrecord_write(w, ex, el, &err);
+        slim_tfrecord_writer_close(w, &err);
+    }
+    free(ex);
+    slim_example_free(e);
+}
+
+/* Decompression bombs: a few KB claiming a huge size. Over the pixel limit:
+ * the same error wherever the JPEG is opened (probe, decode, the pipeline's
+ * header, the transcode, a folder and a records conversion); under it but
+ * far too short for its size: the transcode keeps it without reading it. */
+static void test_bombs(void)
+{
+    size_t sn;
+    uint8_t *src = make_jpeg(&layouts[0], 85, &sn);
+    const char *want = "bomb.jpg: JPEG of 25000x25000 pixels is larger than the limit of "
+                       "268435456 pixels";
+    set_size(src, sn, 25000, 25000);
+    slim_error err = {0};
+    uint8_t *idx = NULL;
+    size_t in = 0;
+    slim_status st = slim__jpeg_add_restarts(src, sn, "bomb.jpg", &idx, &in, &err);
+    tap_ok(st == SLIM_EUNSUPPORTED && !idx, "transcode of a %zu-byte JPEG claiming 25000x25000: %s",
+           sn, err.msg);
+    tap_streq(err.msg, want, "  the limit's message");
+    int h, w, c;
+    err = (slim_error){0};
+    st = slim_image_probe(src, sn, "bomb.jpg", &h, &w, &c, &err);
+    tap_streq(err.msg, want, "probe: the same limit");
+    slim_image img;
+    slim_decode_opts d = {.channels = 3, .name = "bomb.jpg"};
+    err = (slim_error){0};
+    if (!slim_image_decode(src, sn, &d, &img, &err))
+        slim_image_fini(&img);
+    tap_streq(err.msg, want, "decode: the same limit");
+    slim__jpeg *j = slim__jpeg_new();
+    err = (slim_error){0};
+    slim__jpeg_header(j, src, sn, "bomb.jpg", false, &h, &w, &c, NULL, &err);
+    tap_streq(err.msg, want, "the pipeline's header: the same limit");
+    slim__jpeg_free(j);
+    set_size(src, sn, 65000, 65000);
+    err = (slim_error){0};
+    st = slim__jpeg_add_restarts(src, sn, "bomb.jpg", &idx, &in, &err);
+    tap_ok(st == SLIM_EUNSUPPORTED && strstr(err.msg, "65000x65000 pixels is larger than the limit"),
+           "transcode claiming 65000x65000: %s", err.msg);
+    /* --input_records: fails naming the record, or with skip keeps it. */
+    set_size(src, sn, 25000, 25000);
+    char shard[800], out[800], out2[800];
+    snprintf(shard, sizeof shard, "%s/bomb-00000", tap_tmpdir());
+    snprintf(out, sizeof out, "%s/bomb-out", tap_tmpdir());
+    snprintf(out2, sizeof out2, "%s/bomb-out2", tap_tmpdir());
+    write_record_shard(shard, src, sn);
+    const char *files[1] = {shard};
+    convert_opts r = {.output_dir = out, .num_threads = 1};
+    convert_result res;
+    err = (slim_error){0};
+    st = slim__convert_records(files, 1, NULL, &r, &res, &err);
+    tap_ok(st == SLIM_EUNSUPPORTED && strstr(err.msg, "bomb-00000: record 0 at byte 0: JPEG of "
+                                                      "25000x25000 pixels is larger than the limit"),
+           "--input_records: the record over the limit fails, named: %s", err.msg);
+    r.output_dir = out2;
+    r.on_error = SLIM_ON_ERROR_SKIP;
+    st = slim__convert_records(files, 1, NULL, &r, &res, &err);
+    tap_ok(!st && res.kept == 1 && res.indexed == 0,
+           "--input_records --on_error=skip: kept as it is (%lld kept)", (long long)res.kept);
+    /* Folder conversion: the same error. */
+    char dir[800], cls[900], f[1000], out3[800];
+    snprintf(dir, sizeof dir, "%s/bombs", tap_tmpdir());
+    snprintf(cls, sizeof cls, "%s/a", dir);
+    snprintf(f, sizeof f, "%s/bomb.jpg", cls);
+    snprintf(out3, sizeof out3, "%s/bomb-out3", tap_tmpdir());
+    mkdir(dir, 0755);
+    mkdir(cls, 0755);
+    tap_write_file(f, src, sn);
+    convert_opts o = {.input_dir = dir, .output_dir = out3, .shards = 1, .num_threads = 1};
+    err = (slim_error){0};
+    st = slim__convert_folder(&o, &res, &err);
+    tap_ok(st == SLIM_EUNSUPPORTED && strstr(err.msg, "bomb.jpg: JPEG of 25000x25000 pixels is "
+                                                      "larger than the limit"),
+           "folder convert: the same limit: %s", err.msg);
+    /* Under the limit (16384x16384) but a few KB: the transcode keeps it unread. */
+    set_size(src, sn, 16384, 16384);
+    err = (slim_error){0};
+    st = slim__jpeg_add_restarts(src, sn, "short.jpg", &idx, &in, &err);
+    tap_ok(!st && !idx, "a %zu-byte JPEG claiming 16384x16384 is kept as it is", sn);
+    err = (slim_error){0};
+    st = slim_image_probe(src, sn, "short.jpg", &h, &w, &c, &err);
+    tap_ok(st == SLIM_ECORRUPT && strstr(err.msg, "short.jpg: corrupt JPEG: 17267 bytes are too few "
+                                                  "for 16384x16384 pixels (the file is cut short)"),
+           "...and refused as cut short where it is decoded: %s", err.msg);
+    free(idx);
+    free(src);
+}
+
 int main(void)
 {
     test_layouts();
@@ -643,6 +759,7 @@ int main(void)
     test_convert();
     test_records();
     test_untranscodable();
+    test_bombs();
     if (tap_shared_data())
         test_shared();
     else
