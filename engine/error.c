@@ -90,6 +90,49 @@ const char *slim__shape_str(const slim_shape *s, char *buf, size_t n)
     return slim_shape_str(s, buf, n);
 }
 
+/* Length of the UTF-8 sequence at p (1..4), or 0 when it is not one
+ * (overlong forms, surrogates and code points over U+10FFFF included). */
+static int utf8_len(const unsigned char *p)
+{
+    unsigned c = p[0];
+    int n = c < 0x80 ? 1 : (c & 0xE0) == 0xC0 ? 2 : (c & 0xF0) == 0xE0 ? 3 : (c & 0xF8) == 0xF0 ? 4 : 0;
+    if (n == 0 || (n == 2 && c < 0xC2) || (n == 4 && c > 0xF4))
+        return 0;
+    for (int i = 1; i < n; i++)
+        if ((p[i] & 0xC0) != 0x80)
+            return 0;
+    if (n == 3 && ((c == 0xE0 && p[1] < 0xA0) || (c == 0xED && p[1] >= 0xA0)))
+        return 0;
+    if (n == 4 && ((c == 0xF0 && p[1] < 0x90) || (c == 0xF4 && p[1] >= 0x90)))
+        return 0;
+    return n;
+}
+
+const char *slim__printable(const char *s, char *buf, size_t n)
+{
+    const unsigned char *p = (const unsigned char *)(s ? s : "");
+    size_t o = 0;
+    while (*p) {
+        int k = utf8_len(p);
+        bool esc = k == 0 || *p < 0x20 || *p == 0x7F;
+        size_t need = esc ? 4 : (size_t)k;
+        if (o + need + 4 > n) { /* room for "..." and the NUL */
+            memcpy(buf + o, "...", 4);
+            return buf;
+        }
+        if (esc) {
+            snprintf(buf + o, 5, "\\x%02x", *p);
+            p++;
+        } else {
+            memcpy(buf + o, p, need);
+            p += need;
+        }
+        o += need;
+    }
+    buf[o] = 0;
+    return buf;
+}
+
 const char *slim__dtype_str(slim_dtype t)
 {
     switch (t) {

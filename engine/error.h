@@ -13,6 +13,10 @@ void slim__log(int level, const char *fmt, ...) SLIM_PRINTF(2, 3);
 /* "(2,8,8,3)" into buf. */
 const char *slim__shape_str(const slim_shape *s, char *buf, size_t n);
 const char *slim__dtype_str(slim_dtype t);
+/* s (NULL: "") as text safe for a terminal, into buf (size n, at least 8):
+ * valid UTF-8 kept, control bytes, DEL and bytes that are not UTF-8 as
+ * \xNN, cut with "..." when it does not fit. For names read from files. */
+const char *slim__printable(const char *s, char *buf, size_t n);
 
 #define SLIM_ASSERT(cond)                                                                          \
     do {                                                                                           \

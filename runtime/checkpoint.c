@@ -268,18 +268,42 @@ static slim_status next_tensor(reader *rd, int index, Slimckpt__CheckpointTensor
                                (long long)off);
         return SLIM_OK;
     }
-    *t = slimckpt__checkpoint_tensor__unpack(NULL, len, data);
-    if (!*t)
+    Slimckpt__CheckpointTensor *u = slimckpt__checkpoint_tensor__unpack(NULL, len, data);
+    if (!u)
         return slim__error(err, SLIM_ECORRUPT, "%s: bad tensor record %d at byte %lld", rd->path,
                            index, (long long)off);
-    int64_t numel = 1;
-    for (size_t i = 0; i < (*t)->n_shape; i++)
-        numel *= (*t)->shape[i];
-    if ((*t)->n_shape > SLIM_MAX_DIMS || !(*t)->has_data ||
-        (*t)->data.len != (size_t)numel * sizeof(float))
-        return slim__error(err, SLIM_ECORRUPT,
-                           "%s: tensor '%s' at byte %lld: %zu data bytes do not match its shape",
-                           rd->path, (*t)->name, (long long)off, (*t)->data.len);
+    /* The element count, checked before it can overflow. */
+    const char *why = u->n_shape > SLIM_MAX_DIMS ? " (too many dimensions)" : "";
+    uint64_t numel = 1;
+    for (size_t i = 0; i < u->n_shape && !*why; i++) {
+        if (u->shape[i] < 0)
+            why = " (a negative dimension)";
+        else if (u->shape[i] > 0 && numel > (uint64_t)INT64_MAX / (uint64_t)u->shape[i])
+            why = " (its element count overflows)";
+        else
+            numel *= (uint64_t)u->shape[i];
+    }
+    if (*why || !u->has_data || u->data.len % sizeof(float) ||
+        u->data.len / sizeof(float) != numel) {
+        char nm[256];
+        char shp[160] = "";
+        for (size_t i = 0, o = 0; i < u->n_shape; i++) {
+            if (o > sizeof shp - 26) {
+                snprintf(shp + o, sizeof shp - o, ",...");
+                break;
+            }
+            o += (size_t)snprintf(shp + o, sizeof shp - o, "%s%lld", i ? "," : "",
+                                  (long long)u->shape[i]);
+        }
+        st = slim__error(err, SLIM_ECORRUPT,
+                         "%s: tensor '%s' at byte %lld: %zu data bytes do not match its shape "
+                         "[%s]%s",
+                         rd->path, slim__printable(u->name, nm, sizeof nm), (long long)off,
+                         u->data.len, shp, why);
+        slimckpt__checkpoint_tensor__free_unpacked(u, NULL);
+        return st;
+    }
+    *t = u;
     return SLIM_OK;
 }
 
@@ -293,8 +317,9 @@ static void fill_info(const Slimckpt__CheckpointHeader *h, slim_checkpoint_info 
     info->n_tensors = h->n_tensors;
     info->has_ema = h->has_ema;
     info->num_classes = h->num_classes;
-    snprintf(info->model_name, sizeof info->model_name, "%s", h->model_name ? h->model_name : "");
-    snprintf(info->optimizer, sizeof info->optimizer, "%s", h->optimizer ? h->optimizer : "");
+    /* Names as text safe to print (the same for any UTF-8 name without control characters). */
+    slim__printable(h->model_name, info->model_name, sizeof info->model_name);
+    slim__printable(h->optimizer, info->optimizer, sizeof info->optimizer);
 }
 
 slim_status slim_checkpoint_verify(const char *path, slim_checkpoint_info *info, slim_error *err)
@@ -536,17 +561,19 @@ slim_status slim__rt_ckpt_restore(const char *path, slim__rt_ckpt_state *s, bool
         unsigned fl;
         if (pi >= 0)
             slim_graph_param_at(g, pi, &nm, &v, &fl);
-        char b1[96], b2[96];
+        char b1[96], b2[96], tn[256];
+        slim__printable(t->name, tn, sizeof tn); /* for messages */
         if (t->kind == SLIMCKPT__TENSOR_KIND__PARAM || t->kind == SLIMCKPT__TENSOR_KIND__EMA) {
             bool is_ema = t->kind == SLIMCKPT__TENSOR_KIND__EMA;
             if (excluded) {
                 if (!is_ema)
-                    report(o, "excluded %s %s\n", t->name, slim__shape_str(&ts, b1, sizeof b1));
+                    report(o, "excluded %s %s\n", tn, slim__shape_str(&ts, b1, sizeof b1));
             } else if (pi < 0) {
                 if (!is_ema)
-                    report(o, "unused %s%s (not in the model)\n", t->name, "");
+                    report(o, "unused %s%s (not in the model)\n", tn, "");
             } else if (!same_shape(&ts, &v.shape)) {
                 if (!is_ema) {
+                    /* t->name is the model's here (param_index found it): printable */
                     const char *slash = strrchr(t->name, '/');
                     int scope_len = slash ? (int)(slash - t->name) : (int)strlen(t->name);
                     st = slim__error(

@@ -2,7 +2,9 @@
  * formulas, the optimizer table, TensorBoard event files read back,
  * checkpoints through the C API (round trip, moving averages, exclusions,
  * missing parameters, damaged files, pruning). TAP output. */
+#include "engine/error.h"
 #include "runtime/checkpoint.h"
+#include "runtime/checkpoint.pb-c.h"
 #include "runtime/report.h"
 #include "runtime/schedule.h"
 #include "runtime/tfevent.pb-c.h"
@@ -366,6 +368,109 @@ static void test_checkpoints(const char *dir)
     slim_registry_free(reg);
 }
 
+/* ---- hostile checkpoints ------------------------------------------------------------ */
+
+static void pack_write(slim_tfrecord_writer *w, const ProtobufCMessage *m)
+{
+    size_t n = protobuf_c_message_get_packed_size(m);
+    uint8_t *b = malloc(n ? n : 1);
+    protobuf_c_message_pack(m, b);
+    slim_tfrecord_write(w, b, n, NULL);
+    free(b);
+}
+
+/* A checkpoint with valid CRCs and footer holding one tensor as given. */
+static void write_one(const char *path, const char *model, const char *name, const int64_t *shape,
+                      size_t rank, size_t bytes)
+{
+    slim_tfrecord_writer *w;
+    if (slim_tfrecord_writer_new(path, SLIM_COMPRESSION_NONE, &w, NULL))
+        return;
+    Slimckpt__CheckpointHeader h = SLIMCKPT__CHECKPOINT_HEADER__INIT;
+    h.version = 1;
+    h.format = "slim-checkpoint";
+    h.global_step = 7;
+    h.model_name = (char *)model;
+    h.has_n_tensors = true;
+    h.n_tensors = 1;
+    pack_write(w, &h.base);
+    uint8_t *data = calloc(1, bytes ? bytes : 1);
+    Slimckpt__CheckpointTensor t = SLIMCKPT__CHECKPOINT_TENSOR__INIT;
+    t.name = (char *)name;
+    t.n_shape = rank;
+    t.shape = (int64_t *)shape;
+    t.has_data = true;
+    t.data.len = bytes;
+    t.data.data = data;
+    pack_write(w, &t.base);
+    Slimckpt__CheckpointFooter f = SLIMCKPT__CHECKPOINT_FOOTER__INIT;
+    f.n_tensors = 1;
+    f.data_crc32c = slim_crc32c(0, data, bytes);
+    pack_write(w, &f.base);
+    free(data);
+    slim_tfrecord_writer_close(w, NULL);
+}
+
+/* Shapes whose element count overflows (signed overflow before: [2^62, 4]
+ * with no data and [2^62 + 1, 4] with 16 bytes passed), a shape that does
+ * not match the data (its tensor was leaked), names with control and
+ * non-UTF-8 bytes (printed raw). */
+static void test_hostile_checkpoints(const char *dir)
+{
+    char path[1200];
+    snprintf(path, sizeof path, "%s/hostile.slimckpt", dir);
+    struct {
+        int64_t shape[9];
+        size_t rank, bytes;
+        const char *want;
+    } c[] = {
+        {{(int64_t)1 << 62, 4}, 2, 0, "0 data bytes do not match its shape [4611686018427387904,4] (its element count overflows)"},
+        {{((int64_t)1 << 62) + 1, 4}, 2, 16, "16 data bytes do not match its shape [4611686018427387905,4] (its element count overflows)"},
+        {{INT64_MAX, INT64_MAX, 2}, 3, 8, "8 data bytes do not match its shape [9223372036854775807,9223372036854775807,2] (its element count overflows)"},
+        {{-2, -2}, 2, 16, "16 data bytes do not match its shape [-2,-2] (a negative dimension)"},
+        {{3}, 1, 8, "8 data bytes do not match its shape [3]"},
+        {{1, 2, 3, 4, 5, 6, 7, 8, 9}, 9, 4 * 362880, "do not match its shape [1,2,3,4,5,6,7,8,9] (too many dimensions)"},
+    };
+    for (size_t k = 0; k < sizeof c / sizeof *c; k++) {
+        write_one(path, "m", "net/w", c[k].shape, c[k].rank, c[k].bytes);
+        slim_error err = {0};
+        slim_status st = slim_checkpoint_verify(path, NULL, &err);
+        char want[1300];
+        snprintf(want, sizeof want, "%s: tensor 'net/w' at byte ", path);
+        ok(st == SLIM_ECORRUPT && !strncmp(err.msg, want, strlen(want)) && strstr(err.msg, c[k].want),
+           "checkpoint tensor of shape case %zu refused with file and byte: %s", k, err.msg);
+    }
+    /* Stored names escaped: a bad tensor's, an unused one's (restore report), the model's. */
+    int64_t sh[1] = {3};
+    write_one(path, "evil\x1b]0;x\x07\xff", "net/\x1b[31mred\xc3", sh, 1, 8);
+    slim_error err = {0};
+    slim_checkpoint_verify(path, NULL, &err);
+    ok(strstr(err.msg, "tensor 'net/\\x1b[31mred\\xc3' at byte") != NULL,
+       "a bad tensor's stored name is printed escaped: %s", err.msg);
+    write_one(path, "evil\x1b]0;x\x07\xff", "net/\x1b[31mr\xc3\xa9" "d", sh, 1, 12);
+    slim_checkpoint_info info;
+    slim_status st = slim_checkpoint_verify(path, &info, &err);
+    ok(st == SLIM_OK && !strcmp(info.model_name, "evil\\x1b]0;x\\x07\\xff"),
+       "the stored model name comes back escaped: %s", info.model_name);
+    slim_registry *reg;
+    slim_registry_new(&reg, &err);
+    slim_graph *g = small_graph(reg, 5);
+    slim_graph_init_params(g, 1, &err);
+    char rep[512] = "";
+    st = slim_checkpoint_restore(
+        path, g,
+        &(slim_restore_opts){.use_ema = 0, .ignore_missing_vars = true, .report = rep,
+                             .report_size = sizeof rep},
+        NULL, &err);
+    ok(st == SLIM_OK && strstr(rep, "unused net/\\x1b[31mr\xc3\xa9" "d (not in the model)"),
+       "an unused tensor is reported escaped (UTF-8 kept): %s", rep);
+    slim_graph_free(g);
+    slim_registry_free(reg);
+    char buf[16];
+    ok(!strcmp(slim__printable("abcdefghijklmnop", buf, sizeof buf), "abcdefghijkl..."),
+       "a long name is cut with ...: %s", buf);
+}
+
 /* ---- JSON lines and traces ----------------------------------------------------------------- */
 
 static void test_writers(const char *dir)
@@ -408,6 +513,7 @@ int main(void)
     test_optimizers();
     test_events(dir);
     test_checkpoints(dir);
+    test_hostile_checkpoints(dir);
     test_writers(dir);
     char cmd[256];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
