@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <glob.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -253,11 +254,17 @@ static slim_status from_yaml(slim_dataset *d, const char *path, const char *dir,
         } else if (!strcmp(key, "num_classes")) {
             int64_t x;
             st = slim__yt_int(&doc, v, &x, err);
-            d->info.num_classes = (int)x;
+            if (!st && (x < 1 || x > INT_MAX))
+                st = slim__yt_error(&doc, v, err, "num_classes must be from 1 to %d, got %lld",
+                                    INT_MAX, (long long)x);
+            d->info.num_classes = st ? 0 : (int)x;
         } else if (!strcmp(key, "labels_offset")) {
             int64_t x;
             st = slim__yt_int(&doc, v, &x, err);
-            d->info.label_offset_hint = (int)x;
+            if (!st && (x < 0 || x > INT_MAX))
+                st = slim__yt_error(&doc, v, err, "labels_offset must be from 0 to %d, got %lld",
+                                    INT_MAX, (long long)x);
+            d->info.label_offset_hint = st ? 0 : (int)x;
         } else if (!strcmp(key, "recipe")) {
             if (slim__yt_str(v)) {
                 free(d->recipe);
@@ -295,6 +302,9 @@ static slim_status from_yaml(slim_dataset *d, const char *path, const char *dir,
                 }
                 if (!st && size)
                     st = slim__yt_int(&doc, size, &d->info.num_examples, err);
+                if (!st && size && d->info.num_examples < 0)
+                    st = slim__yt_error(&doc, size, err, "size must be 0 or more, got %lld",
+                                        (long long)d->info.num_examples);
             }
         } else if (strcmp(key, "description") != 0) {
             st = slim__yt_error(&doc, root->items[2 * k], err,

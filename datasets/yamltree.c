@@ -129,6 +129,11 @@ slim_status slim__yt_load(const char *path, const char *text, yt_doc *doc, slim_
             if (ev.type == YAML_SCALAR_EVENT) {
                 n->kind = YT_SCALAR;
                 n->text = strndup((const char *)ev.data.scalar.value, ev.data.scalar.length);
+                if (!n->text) {
+                    free(n);
+                    st = slim__error(err, SLIM_ENOMEM, "out of memory");
+                    break;
+                }
                 n->quoted = ev.data.scalar.style == YAML_SINGLE_QUOTED_SCALAR_STYLE ||
                             ev.data.scalar.style == YAML_DOUBLE_QUOTED_SCALAR_STYLE;
             } else {
@@ -139,6 +144,21 @@ slim_status slim__yt_load(const char *path, const char *text, yt_doc *doc, slim_
                 doc->root = n;
             } else {
                 yt_node *p = stack[depth - 1];
+                /* A key written twice: an error, as in model files (the
+                 * last would win silently). */
+                const yt_node *first = NULL;
+                if (p->kind == YT_MAP && p->cnt % 2 == 0 && n->kind == YT_SCALAR && n->text)
+                    for (int i = 0; i < p->cnt && !first; i += 2)
+                        if (p->items[i]->kind == YT_SCALAR && !strcmp(p->items[i]->text, n->text))
+                            first = p->items[i];
+                if (first) {
+                    st = slim__yt_error(doc, n, err,
+                                        "duplicate key '%s' (first written at %d:%d), expected "
+                                        "each key once per mapping",
+                                        n->text, first->line, first->col);
+                    node_free(n);
+                    break;
+                }
                 if (push(p, n)) {
                     node_free(n);
                     st = slim__error(err, SLIM_ENOMEM, "out of memory");

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 /* ---- a plain reference of the geometry and the pixel steps ---------------- */
 
@@ -243,6 +244,22 @@ static void test_bad(void)
          "bad.yaml:2:26: dct_method must be INTEGER_ACCURATE or INTEGER_FAST"},
         {"train:\n  - decode: {fancy_upscaling: sometimes}\n",
          "bad.yaml:2:31: expected true or false, got 'sometimes'"},
+        /* duplicate keys (issue 26: the last won, the earlier values leaked) */
+        {"name: a\nname: b\ntrain: [decode]\n",
+         "bad.yaml:2:1: duplicate key 'name' (first written at 1:1), expected each key once per "
+         "mapping"},
+        {"keys: {image: a, label: b, image: c}\ntrain: [decode]\n",
+         "bad.yaml:1:28: duplicate key 'image' (first written at 1:8), expected each key once per "
+         "mapping"},
+        {"train: [decode]\neval: [decode]\ntrain:\n  - decode\n",
+         "bad.yaml:3:1: duplicate key 'train' (first written at 1:1), expected each key once per "
+         "mapping"},
+        {"eval: [decode]\neval: [decode]\n",
+         "bad.yaml:2:1: duplicate key 'eval' (first written at 1:1), expected each key once per "
+         "mapping"},
+        {"train:\n  - resize: {height: 3, height: 4}\n",
+         "bad.yaml:2:25: duplicate key 'height' (first written at 2:14), expected each key once "
+         "per mapping"},
     };
     for (size_t k = 0; k < sizeof bad / sizeof *bad; k++) {
         slim__recipe *r = NULL;
@@ -315,6 +332,44 @@ static void test_bad(void)
                strstr(err.msg, ": distort_color needs 3 channels (RGB), but the images here have 1"),
            "inception's recipe on a 1-channel model is refused: %s", err.msg);
     slim__recipe_free(r);
+}
+
+/* dataset.yaml: bad values are named at file:line:col (issue 26: a class
+ * count of 3000000000 or -4 gave "the number of classes is unknown"), and
+ * duplicate keys are errors as in recipes. */
+static void test_dataset_yaml(void)
+{
+    struct {
+        const char *text, *want;
+    } bad[] = {
+        {"name: x\nnum_classes: 3000000000\n",
+         "dataset.yaml:2:14: num_classes must be from 1 to 2147483647, got 3000000000"},
+        {"num_classes: -4\n", "dataset.yaml:1:14: num_classes must be from 1 to 2147483647, got -4"},
+        {"labels_offset: -1\n",
+         "dataset.yaml:1:16: labels_offset must be from 0 to 2147483647, got -1"},
+        {"image_size: [28, 28.5, 1]\n",
+         "dataset.yaml:1:13: image_size is [height, width, channels], whole numbers from 0 (any) "
+         "to 65536"},
+        {"num_classes: 3\nnum_classes: 4\n",
+         "dataset.yaml:2:1: duplicate key 'num_classes' (first written at 1:1), expected each key "
+         "once per mapping"},
+        {"splits:\n  train: {pattern: 'a*', size: -3}\n",
+         "dataset.yaml:2:32: size must be 0 or more, got -3"},
+    };
+    char dir[600], path[700];
+    snprintf(dir, sizeof dir, "%s/ds", tap_tmpdir());
+    mkdir(dir, 0755);
+    snprintf(path, sizeof path, "%s/dataset.yaml", dir);
+    for (size_t k = 0; k < sizeof bad / sizeof *bad; k++) {
+        tap_write_file(path, bad[k].text, strlen(bad[k].text));
+        slim_dataset *d = NULL;
+        slim_error err = {0};
+        slim_status st = slim_dataset_open(NULL, dir, "train", &d, &err);
+        const char *m = strstr(err.msg, "dataset.yaml:");
+        tap_ok(st == SLIM_EPARSE && m, "bad dataset.yaml %zu refused (status %d)", k, (int)st);
+        tap_streq(m ? m : err.msg, bad[k].want, "  at its line:col");
+        slim_dataset_free(d);
+    }
 }
 
 typedef struct runner {
@@ -723,6 +778,7 @@ int main(void)
 {
     test_load();
     test_bad();
+    test_dataset_yaml();
     test_lenet();
     if (!tap_shared_data()) {
         tap_diag("../shared/data is absent: image-based recipe tests skipped");
