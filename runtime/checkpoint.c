@@ -621,10 +621,11 @@ slim_status slim__rt_ckpt_restore(const char *path, slim__rt_ckpt_state *s, bool
                 report(o, "missing %s%s (kept its initial value)\n", nm, "");
                 continue;
             }
+            /* (train's fine-tuning adds its --ignore_missing_vars; eval has none) */
             st = slim__error(err, SLIM_ENOTFOUND, "%s has no '%s'%s", file, nm,
                              resume ? ""
-                                    : " (--ignore_missing_vars keeps initial values for "
-                                      "parameters the checkpoint lacks)");
+                                    : " (a parameter of the model the checkpoint lacks: is it a "
+                                      "checkpoint of another model, or of another version?)");
         }
     }
     if (!st) {

@@ -319,6 +319,12 @@ slim_status slim__rt_trainer_setup(slim__rt_trainer *t, const slim_train_config 
                                     .report_size = sizeof rep};
             slim__rt_ckpt_state s = {.g = t->g};
             st = slim__rt_ckpt_restore(c->checkpoint_path, &s, false, &ro, err);
+            if (st == SLIM_ENOTFOUND && err && strstr(err->msg, " has no '")) {
+                size_t l = strnlen(err->msg, sizeof err->msg);
+                snprintf(err->msg + l, sizeof err->msg - l,
+                         "; --ignore_missing_vars keeps initial values for parameters the "
+                         "checkpoint lacks");
+            }
             if (st) {
                 slim__error_prefix(err, "fine-tuning from %s: ", c->checkpoint_path);
                 return st;

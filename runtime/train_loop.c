@@ -6,6 +6,7 @@
 
 #include "engine/error.h"
 
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,8 +14,12 @@
 static slim_status save(slim__rt_trainer *t, slim_train_result *res, slim_error *err)
 {
     const slim_train_config *c = t->c;
-    char path[1024];
+    char path[1024], model[PATH_MAX];
     slim__rt_ckpt_path(c->train_dir, t->step, path, sizeof path);
+    /* --model as an absolute path: eval run from elsewhere finds it too */
+    const char *model_name = c->model_name;
+    if (c->model_path)
+        model_name = realpath(c->model_path, model) ? model : c->model_path;
     slim__rt_ckpt_state s = {
         .g = t->g,
         .p = t->train,
@@ -23,7 +28,7 @@ static slim_status save(slim__rt_trainer *t, slim_train_result *res, slim_error 
         .ema = t->has_ema ? t->ema.avg : NULL,
         .global_step = t->step,
         .seed = c->seed,
-        .model_name = c->model_path ? c->model_path : c->model_name,
+        .model_name = model_name,
         .optimizer = t->opt.op,
         .run_config = c->run_config,
         .num_classes = t->num_classes,

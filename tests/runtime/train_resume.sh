@@ -148,6 +148,36 @@ if [ $? -eq 0 ] && has "$T/g.log" "eval/Accuracy" && has "$T/g.log" "moving aver
 if [ $? -eq 0 ] && has "$T/w.log" "step 40: eval/Accuracy" && has "$T/w.log" "no new checkpoint" \
     && has "$T/ev/eval.jsonl" '"step": 40'; then ok "slimrun eval --watch, with --eval_dir"; else
     not_ok "slimrun eval --watch"; sed 's/^/# /' "$T/w.log"; fi
+# 7b. a checkpoint of another model: eval names the missing parameter (and
+# not train's --ignore_missing_vars, which eval does not take); fine-tuning does
+"$SLIMRUN" eval --model_name=lenet --checkpoint_path="$T/a" --synthetic --batch_size=16 \
+    > "$T/em.log" 2>&1
+rc=$?
+if [ $rc -eq 1 ] && has "$T/em.log" "has no 'LeNet/.*a checkpoint of another model" && \
+    ! has "$T/em.log" "ignore_missing_vars"; then
+    ok "eval of another model's checkpoint: the missing parameter, no train-only flag"; else
+    not_ok "eval of another model's checkpoint (exit $rc)"; sed 's/^/# /' "$T/em.log"; fi
+"$SLIMRUN" train --model_name=lenet --synthetic --batch_size=8 --max_number_of_steps=1 \
+    --num_threads=1 --checkpoint_path="$T/a" --train_dir="$T/fm" > "$T/fm.log" 2>&1
+rc=$?
+if [ $rc -eq 1 ] && has "$T/fm.log" "has no 'LeNet/.*--ignore_missing_vars keeps"; then
+    ok "fine-tuning from it suggests --ignore_missing_vars"; else
+    not_ok "fine-tuning from another model's checkpoint (exit $rc)"; sed 's/^/# /' "$T/fm.log"; fi
+
+# 7c. --model given relative: the checkpoint records it absolute, so eval
+# from another directory (without --model) finds it
+ABS_SLIMRUN=$(cd "$(dirname "$SLIMRUN")" && pwd)/$(basename "$SLIMRUN")
+mkdir -p "$T/rel/m" "$T/rel/elsewhere"
+cp "$MODEL" "$T/rel/m/tiny.yaml"
+(cd "$T/rel" && "$ABS_SLIMRUN" train --model=m/tiny.yaml --synthetic --synthetic_examples=32 \
+    --batch_size=8 --max_number_of_steps=2 --num_threads=1 --train_dir=td) > "$T/rel1.log" 2>&1
+(cd "$T/rel/elsewhere" && "$ABS_SLIMRUN" eval --checkpoint_path=../td --synthetic \
+    --batch_size=8) > "$T/rel2.log" 2>&1
+rc=$?
+if [ $rc -eq 0 ] && has "$T/rel2.log" "eval/Accuracy"; then
+    ok "a relative --model is found by eval from another directory"; else
+    not_ok "relative --model, eval elsewhere (exit $rc)"; sed 's/^/# /' "$T/rel1.log" "$T/rel2.log"; fi
+
 cat > "$T/run.yaml" << EOF
 model: $MODEL
 synthetic: true
