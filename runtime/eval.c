@@ -33,8 +33,9 @@ typedef struct evaluator {
     slim_program *p;
     slim__rt_data_desc desc;
     int num_classes, model_threads, input_threads;
-    FILE *metrics;
+    slim__rt_jsonl *metrics;
     slim__rt_events *events;
+    bool metrics_failing, events_failing;
 } evaluator;
 
 static void ev_fini(evaluator *e)
@@ -43,8 +44,7 @@ static void ev_fini(evaluator *e)
     slim_model_free(e->model);
     slim_registry_free(e->reg);
     slim__rt_data_desc_fini(&e->desc);
-    if (e->metrics)
-        fclose(e->metrics);
+    slim__rt_jsonl_close(e->metrics);
     slim__rt_events_close(e->events);
     memset(e, 0, sizeof *e);
 }
@@ -126,8 +126,8 @@ static slim_status ev_setup(evaluator *e, const slim_eval_config *c, const char 
         e->metrics = slim__rt_jsonl_open(path, err);
         if (!e->metrics)
             return SLIM_EIO;
-        if ((st = slim__rt_events_open(c->eval_dir, &e->events, err)))
-            return st;
+        if (!(e->events = slim__rt_events_new(c->eval_dir)))
+            return slim__error(err, SLIM_ENOMEM, "out of memory");
     }
     return SLIM_OK;
 }
@@ -178,11 +178,13 @@ static slim_status ev_run(evaluator *e, const char *ckpt, slim_eval_result *r, s
     const char *keys[] = {"step", "top1", "top5", "loss", "examples", "seconds"};
     double vals[] = {(double)r->global_step, r->top1,   r->top5, r->loss,
                      (double)r->n_examples,  r->seconds};
-    slim__rt_jsonl_write(e->metrics, keys, vals, 6, "checkpoint", ckpt);
+    slim_error e2 = {0};
+    st = slim__rt_jsonl_write(e->metrics, keys, vals, 6, "checkpoint", ckpt, &e2);
+    slim__rt_report_write(c->on_message, c->user, &e->metrics_failing, st, &e2);
     const char *tags[] = {"eval/Accuracy", "eval/Recall_5", "eval/loss"};
     double tv[] = {r->top1, r->top5, r->loss};
-    slim__rt_events_scalars(e->events, r->global_step, tags, tv, 3, NULL);
-    slim__rt_events_flush(e->events, NULL);
+    st = slim__rt_events_scalars(e->events, r->global_step, tags, tv, 3, &e2);
+    slim__rt_report_write(c->on_message, c->user, &e->events_failing, st, &e2);
     return SLIM_OK;
 }
 

@@ -17,11 +17,14 @@
 
 #include <slim/data.h>
 
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
@@ -40,39 +43,87 @@ static double wall_time(void)
     return (double)tv.tv_sec + 1e-6 * (double)tv.tv_usec;
 }
 
+/* ---- whole writes ------------------------------------------------------------------ */
+
+/* n bytes appended to fd (opened O_APPEND) whole, or nothing: a short write
+ * (a full disk, a file-size limit) is cut off again, so the file ends at
+ * the last whole line or record. */
+static slim_status append_whole(int fd, const char *path, const void *data, size_t n,
+                                slim_error *err)
+{
+    struct stat sb;
+    off_t before = fstat(fd, &sb) == 0 ? sb.st_size : -1;
+    size_t done = 0;
+    while (done < n) {
+        ssize_t k = write(fd, (const char *)data + done, n - done);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k <= 0) {
+            int e = k < 0 ? errno : ENOSPC;
+            if (done && before >= 0 && ftruncate(fd, before) != 0)
+                return slim__error(err, SLIM_EIO, "%s: write failed (%s) and its last %zu bytes "
+                                   "could not be cut off: %s", path, strerror(e), done,
+                                   strerror(errno));
+            return slim__error(err, SLIM_EIO, "%s: write failed: %s", path, strerror(e));
+        }
+        done += (size_t)k;
+    }
+    return SLIM_OK;
+}
+
 /* ---- TensorBoard -------------------------------------------------------------- */
 
+/* The file is made with its first event (file_version) at the first write
+ * that succeeds: a full disk leaves no file behind, and a later write
+ * (after space came back) starts it. */
 struct slim__rt_events {
-    slim_tfrecord_writer *w;
-    char path[1200];
+    char dir[1024];
+    char path[1200]; /* "" until made */
+    int fd;
 };
+
+static void put_le(uint8_t *p, uint64_t v, int n)
+{
+    for (int i = 0; i < n; i++)
+        p[i] = (uint8_t)(v >> (8 * i));
+}
 
 static slim_status write_event(slim__rt_events *e, const Slimtb__Event *ev, slim_error *err)
 {
+    /* One TFRecord: length, masked CRC of the length, the Event, masked CRC. */
     size_t n = protobuf_c_message_get_packed_size(&ev->base);
-    uint8_t small[512], *buf = n <= sizeof small ? small : malloc(n);
+    uint8_t small[1024], *buf = n + 16 <= sizeof small ? small : malloc(n + 16);
     if (!buf)
         return slim__error(err, SLIM_ENOMEM, "out of memory");
-    protobuf_c_message_pack(&ev->base, buf);
-    slim_status st = slim_tfrecord_write(e->w, buf, n, err);
+    put_le(buf, n, 8);
+    put_le(buf + 8, slim_crc32c_mask(slim_crc32c(0, buf, 8)), 4);
+    protobuf_c_message_pack(&ev->base, buf + 12);
+    put_le(buf + 12 + n, slim_crc32c_mask(slim_crc32c(0, buf + 12, n)), 4);
+    slim_status st = append_whole(e->fd, e->path, buf, n + 16, err);
     if (buf != small)
         free(buf);
     return st;
 }
 
-slim_status slim__rt_events_open(const char *dir, slim__rt_events **out, slim_error *err)
+static slim_status events_start(slim__rt_events *e, slim_error *err)
 {
-    *out = NULL;
-    slim__rt_events *e = calloc(1, sizeof *e);
-    if (!e)
-        return slim__error(err, SLIM_ENOMEM, "out of memory");
     char host[256] = "localhost";
     gethostname(host, sizeof host - 1);
+    host[sizeof host - 1] = 0;
     double now = wall_time();
-    snprintf(e->path, sizeof e->path, "%s/events.out.tfevents.%lld.%s", dir, (long long)now, host);
-    slim_status st = slim_tfrecord_writer_new(e->path, SLIM_COMPRESSION_NONE, &e->w, err);
-    if (st) {
-        free(e);
+    /* a new file: a second run in the same second gets its own (.PID) */
+    snprintf(e->path, sizeof e->path, "%s/events.out.tfevents.%lld.%s", e->dir, (long long)now,
+             host);
+    e->fd = open(e->path, O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0644);
+    if (e->fd < 0 && errno == EEXIST) {
+        snprintf(e->path, sizeof e->path, "%s/events.out.tfevents.%lld.%s.%ld", e->dir,
+                 (long long)now, host, (long)getpid());
+        e->fd = open(e->path, O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0644);
+    }
+    if (e->fd < 0) {
+        slim_status st = slim__error(err, SLIM_EIO, "%s: cannot create: %s", e->path,
+                                     strerror(errno));
+        e->path[0] = 0;
         return st;
     }
     Slimtb__Event ev = SLIMTB__EVENT__INIT;
@@ -81,15 +132,24 @@ slim_status slim__rt_events_open(const char *dir, slim__rt_events **out, slim_er
     ev.has_step = true;
     ev.step = 0;
     ev.file_version = "brain.Event:2";
-    st = write_event(e, &ev, err);
-    if (!st)
-        st = slim_tfrecord_flush(e->w, false, err);
-    if (st) {
-        slim__rt_events_close(e);
-        return st;
+    slim_status st = write_event(e, &ev, err);
+    if (st) { /* no empty file left behind */
+        close(e->fd);
+        unlink(e->path);
+        e->fd = -1;
+        e->path[0] = 0;
     }
-    *out = e;
-    return SLIM_OK;
+    return st;
+}
+
+slim__rt_events *slim__rt_events_new(const char *dir)
+{
+    slim__rt_events *e = calloc(1, sizeof *e);
+    if (e) {
+        snprintf(e->dir, sizeof e->dir, "%s", dir);
+        e->fd = -1;
+    }
+    return e;
 }
 
 slim_status slim__rt_events_scalars(slim__rt_events *e, int64_t step, const char *const *tags,
@@ -97,6 +157,11 @@ slim_status slim__rt_events_scalars(slim__rt_events *e, int64_t step, const char
 {
     if (!e)
         return SLIM_OK;
+    if (e->fd < 0) {
+        slim_status st = events_start(e, err);
+        if (st)
+            return st;
+    }
     enum { MAX = 32 };
     if (n > MAX)
         n = MAX;
@@ -120,17 +185,14 @@ slim_status slim__rt_events_scalars(slim__rt_events *e, int64_t step, const char
     return write_event(e, &ev, err);
 }
 
-slim_status slim__rt_events_flush(slim__rt_events *e, slim_error *err)
-{
-    return e ? slim_tfrecord_flush(e->w, false, err) : SLIM_OK;
-}
-
 void slim__rt_events_close(slim__rt_events *e)
 {
     if (!e)
         return;
-    if (e->w)
-        slim_tfrecord_writer_close(e->w, NULL);
+    if (e->fd >= 0) {
+        fsync(e->fd);
+        close(e->fd);
+    }
     free(e);
 }
 
@@ -141,12 +203,126 @@ const char *slim__rt_events_path(const slim__rt_events *e)
 
 /* ---- JSON lines ------------------------------------------------------------------- */
 
-FILE *slim__rt_jsonl_open(const char *path, slim_error *err)
+struct slim__rt_jsonl {
+    int fd;
+    char path[];
+};
+
+slim__rt_jsonl *slim__rt_jsonl_open(const char *path, slim_error *err)
 {
-    FILE *f = fopen(path, "a");
-    if (!f)
+    slim__rt_jsonl *j = malloc(sizeof *j + strlen(path) + 1);
+    if (!j) {
+        slim__error(err, SLIM_ENOMEM, "out of memory");
+        return NULL;
+    }
+    strcpy(j->path, path);
+    j->fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (j->fd < 0) {
         slim__error(err, SLIM_EIO, "cannot open %s: %s", path, strerror(errno));
-    return f;
+        free(j);
+        return NULL;
+    }
+    return j;
+}
+
+void slim__rt_jsonl_close(slim__rt_jsonl *j)
+{
+    if (!j)
+        return;
+    fsync(j->fd);
+    close(j->fd);
+    free(j);
+}
+
+/* The step of a JSON line ({"step": N, ...}); false without one. */
+static bool line_step(const char *line, int64_t *step)
+{
+    const char *p = strstr(line, "\"step\": ");
+    if (!p)
+        return false;
+    char *end;
+    long long v = strtoll(p + 8, &end, 10);
+    if (end == p + 8)
+        return false;
+    *step = v;
+    return true;
+}
+
+/* Temporary files of an earlier trim that was killed: PATH.tmp-PID. */
+static void remove_stale_temps(const char *path)
+{
+    char dir[1200];
+    snprintf(dir, sizeof dir, "%s", path);
+    char *slash = strrchr(dir, '/');
+    const char *base = slash ? slash + 1 : path;
+    if (slash)
+        *slash = 0;
+    else
+        snprintf(dir, sizeof dir, ".");
+    char prefix[300];
+    snprintf(prefix, sizeof prefix, "%s.tmp-", base);
+    DIR *d = opendir(dir);
+    for (struct dirent *e; d && (e = readdir(d));)
+        if (!strncmp(e->d_name, prefix, strlen(prefix))) {
+            char p[1600];
+            snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
+            unlink(p);
+        }
+    if (d)
+        closedir(d);
+}
+
+slim_status slim__rt_jsonl_trim(const char *path, int64_t max_step, int *dropped, slim_error *err)
+{
+    *dropped = 0;
+    remove_stale_temps(path);
+    FILE *f = fopen(path, "re");
+    if (!f)
+        return errno == ENOENT ? SLIM_OK
+                               : slim__error(err, SLIM_EIO, "cannot read %s: %s", path,
+                                             strerror(errno));
+    char *text = NULL;
+    size_t len = 0;
+    FILE *m = open_memstream(&text, &len);
+    char *line = NULL;
+    size_t cap = 0;
+    ssize_t k;
+    while (m && (k = getline(&line, &cap, f)) > 0) {
+        int64_t step;
+        /* kept: whole lines up to max_step (a cut last line, or rows of
+         * steps the resumed run will do again, are dropped) */
+        if (line[k - 1] == '\n' && (!line_step(line, &step) || step <= max_step))
+            fwrite(line, 1, (size_t)k, m);
+        else
+            (*dropped)++;
+    }
+    free(line);
+    fclose(f);
+    if (!m || fclose(m) != 0) {
+        free(text);
+        return slim__error(err, SLIM_ENOMEM, "out of memory reading %s", path);
+    }
+    slim_status st = SLIM_OK;
+    if (*dropped) {
+        char tmp[1300];
+        snprintf(tmp, sizeof tmp, "%s.tmp-%ld", path, (long)getpid());
+        int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        if (fd < 0)
+            st = slim__error(err, SLIM_EIO, "%s: cannot create: %s", tmp, strerror(errno));
+        else {
+            st = append_whole(fd, tmp, text, len, err);
+            if (!st && fsync(fd) != 0)
+                st = slim__error(err, SLIM_EIO, "%s: fsync failed: %s", tmp, strerror(errno));
+            close(fd);
+            if (!st && rename(tmp, path) != 0)
+                st = slim__error(err, SLIM_EIO, "cannot rename %s to %s: %s", tmp, path,
+                                 strerror(errno));
+            if (st)
+                unlink(tmp);
+        }
+    }
+    free(text);
+    return st;
 }
 
 const char *slim__rt_json_str(const char *s, char *buf, size_t n)
@@ -181,23 +357,34 @@ static void json_num(FILE *f, double v)
         fprintf(f, "%.6g", v);
 }
 
-void slim__rt_jsonl_write(FILE *f, const char *const *keys, const double *values, int n,
-                          const char *skey, const char *sval)
+slim_status slim__rt_jsonl_write(slim__rt_jsonl *j, const char *const *keys, const double *values,
+                                 int n, const char *skey, const char *sval, slim_error *err)
 {
-    if (!f)
-        return;
-    char b[1200];
-    fputc('{', f);
+    if (!j)
+        return SLIM_OK;
+    /* The line is made in memory and written with one append: whole or not at all. */
+    char b[1200], *line = NULL;
+    size_t len = 0;
+    FILE *m = open_memstream(&line, &len);
+    if (!m)
+        return slim__error(err, SLIM_ENOMEM, "out of memory");
+    fputc('{', m);
     for (int i = 0; i < n; i++) {
-        fprintf(f, "%s%s: ", i ? ", " : "", slim__rt_json_str(keys[i], b, sizeof b));
-        json_num(f, values[i]);
+        fprintf(m, "%s%s: ", i ? ", " : "", slim__rt_json_str(keys[i], b, sizeof b));
+        json_num(m, values[i]);
     }
     if (skey) {
-        fprintf(f, "%s%s: ", n ? ", " : "", slim__rt_json_str(skey, b, sizeof b));
-        fputs(slim__rt_json_str(sval, b, sizeof b), f);
+        fprintf(m, "%s%s: ", n ? ", " : "", slim__rt_json_str(skey, b, sizeof b));
+        fputs(slim__rt_json_str(sval, b, sizeof b), m);
     }
-    fputs("}\n", f);
-    fflush(f);
+    fputs("}\n", m);
+    if (fclose(m) != 0) {
+        free(line);
+        return slim__error(err, SLIM_ENOMEM, "out of memory");
+    }
+    slim_status st = append_whole(j->fd, j->path, line, len, err);
+    free(line);
+    return st;
 }
 
 /* ---- Chrome trace --------------------------------------------------------------- */

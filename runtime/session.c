@@ -77,6 +77,7 @@ slim_status slim__rt_input_open(const slim__rt_input_opts *o, slim__rt_input *in
     po.seed = o->seed;
     po.num_epochs = o->num_epochs;
     po.labels_offset = o->labels_offset;
+    po.on_error = o->skip_damaged ? SLIM_ON_ERROR_SKIP : SLIM_ON_ERROR_FAIL;
     po.trace = o->trace;
     po.trace_user = o->trace_user;
     slim_status st = slim_pipeline_new(&po, &in->pipe, err);

@@ -21,6 +21,7 @@ typedef struct slim__rt_input_opts {
     bool synthetic;
     int64_t synthetic_examples;
     int num_classes; /* synthetic labels */
+    bool skip_damaged;
     slim_pipeline_trace_fn trace;
     void *trace_user;
 } slim__rt_input_opts;

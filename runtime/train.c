@@ -72,6 +72,19 @@ void slim__rt_msg(slim_train_message_fn fn, void *user, int level, const char *f
     fn(level, buf, user);
 }
 
+void slim__rt_report_write(slim_train_message_fn fn, void *user, bool *failing, slim_status st,
+                           const slim_error *e)
+{
+    if (st && !*failing)
+        slim__rt_msg(fn, user, SLIM_LOG_WARN,
+                     "%s; the run goes on, its metrics are dropped until they can be written "
+                     "(the file keeps whole lines and records)",
+                     e->msg);
+    else if (!st && *failing)
+        slim__rt_msg(fn, user, SLIM_LOG_INFO, "metrics are written again");
+    *failing = st != SLIM_OK;
+}
+
 slim_status slim__rt_mkdirs(const char *path, slim_error *err)
 {
     char buf[1024];
@@ -371,6 +384,7 @@ slim_status slim__rt_trainer_setup(slim__rt_trainer *t, const slim_train_config 
         .synthetic = synthetic,
         .synthetic_examples = c->synthetic_examples,
         .num_classes = classes,
+        .skip_damaged = c->skip_damaged,
         .trace = c->trace_path ? trace_input : NULL,
         .trace_user = t,
     };
@@ -438,8 +452,7 @@ void slim__rt_trainer_fini(slim__rt_trainer *t)
     slim__rt_ema_fini(&t->ema);
     slim_registry_free(t->reg);
     slim__rt_data_desc_fini(&t->desc);
-    if (t->metrics)
-        fclose(t->metrics);
+    slim__rt_jsonl_close(t->metrics);
     slim__rt_events_close(t->events);
     slim__rt_trace_free(t->trace);
     for (int i = 0; i < t->n_frozen; i++)

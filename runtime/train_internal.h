@@ -28,8 +28,9 @@ typedef struct slim__rt_trainer {
     int num_classes, model_threads, input_threads;
     int64_t step, start_step, max_steps, epoch_examples;
     double start_time;
-    FILE *metrics;
+    slim__rt_jsonl *metrics;
     slim__rt_events *events;
+    bool metrics_failing, events_failing; /* warned about, until a write succeeds */
     slim__rt_trace *trace;
     bool tracing; /* read by input workers (atomic loads) */
 } slim__rt_trainer;
@@ -53,6 +54,10 @@ void slim__rt_trainer_fini(slim__rt_trainer *t);
 
 void slim__rt_msg(slim_train_message_fn fn, void *user, int level, const char *fmt, ...)
     SLIM_PRINTF(4, 5);
+/* After a write of metrics or events: a warning when it starts failing
+ * (the rows are dropped until one succeeds), a note when it works again. */
+void slim__rt_report_write(slim_train_message_fn fn, void *user, bool *failing, slim_status st,
+                           const slim_error *e);
 slim_status slim__rt_mkdirs(const char *path, slim_error *err);
 
 #endif

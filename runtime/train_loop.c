@@ -99,12 +99,14 @@ static slim_status evaluate_now(slim__rt_trainer *t, slim_error *err)
     const char *keys[] = {"step",      "eval_top1",     "eval_top5",
                           "eval_loss", "eval_examples", "eval_seconds"};
     double vals[] = {(double)t->step, r.top1, r.top5, r.loss, (double)r.n_examples, r.seconds};
-    slim__rt_jsonl_write(t->metrics, keys, vals, 6, "eval_split",
-                         c->eval_split_name ? c->eval_split_name : "default");
+    slim_error e2 = {0};
+    st = slim__rt_jsonl_write(t->metrics, keys, vals, 6, "eval_split",
+                              c->eval_split_name ? c->eval_split_name : "default", &e2);
+    slim__rt_report_write(c->on_message, c->user, &t->metrics_failing, st, &e2);
     const char *tags[] = {"eval/Accuracy", "eval/Recall_5", "eval/loss"};
     double tv[] = {r.top1, r.top5, r.loss};
-    slim__rt_events_scalars(t->events, t->step, tags, tv, 3, NULL);
-    slim__rt_events_flush(t->events, NULL);
+    st = slim__rt_events_scalars(t->events, t->step, tags, tv, 3, &e2);
+    slim__rt_report_write(c->on_message, c->user, &t->events_failing, st, &e2);
     if (c->on_eval)
         c->on_eval(&r, c->user);
     slim_eval_result_fini(&r);
@@ -151,10 +153,18 @@ slim_status slim_train(const slim_train_config *c, slim_train_result *res, slim_
     }
     char path[1200];
     snprintf(path, sizeof path, "%s/metrics.jsonl", c->train_dir);
+    if (t.step > 0) { /* resumed: the steps after the checkpoint are logged again */
+        int dropped;
+        slim_error e2 = {0};
+        if (slim__rt_jsonl_trim(path, t.step, &dropped, &e2))
+            slim__rt_msg(c->on_message, c->user, SLIM_LOG_WARN,
+                         "%s; metrics.jsonl may repeat the steps after %lld", e2.msg,
+                         (long long)t.step);
+    }
     t.metrics = slim__rt_jsonl_open(path, err);
-    if (!t.metrics || (st = slim__rt_events_open(c->train_dir, &t.events, err))) {
+    if (!t.metrics || !(t.events = slim__rt_events_new(c->train_dir))) {
         slim__rt_trainer_fini(&t);
-        return st ? st : SLIM_EIO;
+        return t.metrics ? slim__error(err, SLIM_ENOMEM, "out of memory") : SLIM_EIO;
     }
     describe(&t);
     res->start_step = t.step;
@@ -233,14 +243,17 @@ slim_status slim_train(const slim_train_config *c, slim_train_result *res, slim_
                                   "input_wait", "elapsed",       "grad_norm"};
             double vals[] = {(double)p.step,   p.epoch,      p.loss,    p.accuracy, p.learning_rate,
                              p.images_per_sec, p.input_wait, p.elapsed, p.grad_norm};
-            slim__rt_jsonl_write(t.metrics, keys, vals, clipping ? 9 : 8, NULL, NULL);
+            slim_error e2 = {0};
+            slim_status ws =
+                slim__rt_jsonl_write(t.metrics, keys, vals, clipping ? 9 : 8, NULL, NULL, &e2);
+            slim__rt_report_write(c->on_message, c->user, &t.metrics_failing, ws, &e2);
             const char *tags[] = {
                 "losses/total_loss",   "accuracy", "learning_rate",       "images_per_sec",
                 "input_wait_fraction", "epoch",    "gradient_global_norm"};
             double tv[] = {p.loss,       p.accuracy, p.learning_rate, p.images_per_sec,
                            p.input_wait, p.epoch,    p.grad_norm};
-            slim__rt_events_scalars(t.events, t.step, tags, tv, clipping ? 7 : 6, NULL);
-            slim__rt_events_flush(t.events, NULL);
+            ws = slim__rt_events_scalars(t.events, t.step, tags, tv, clipping ? 7 : 6, &e2);
+            slim__rt_report_write(c->on_message, c->user, &t.events_failing, ws, &e2);
             last_report = now;
             loss_sum = acc_sum = wait_sum = norm_sum = 0;
             period_steps = period_images = 0;
@@ -295,6 +308,13 @@ slim_status slim_train(const slim_train_config *c, slim_train_result *res, slim_
     res->seconds = slim__rt_now() - run_start;
     int64_t done = t.step - res->start_step;
     res->images_per_sec = res->seconds > 0 ? (double)done * c->batch_size / res->seconds : 0;
+    if (t.in.pipe) { /* damaged records skipped (skip_damaged), as convert reports them */
+        slim_pipeline_stats ps;
+        slim_pipeline_get_stats(t.in.pipe, &ps);
+        res->skipped = ps.skipped;
+        const char *first = slim_pipeline_skip_message(t.in.pipe, 0);
+        snprintf(res->first_skip, sizeof res->first_skip, "%s", first ? first : "");
+    }
     slim__rt_trainer_fini(&t);
     return st;
 }

@@ -73,6 +73,8 @@ static const flag_def train_flags[] = {
      "random learnable images instead of a dataset (throughput, tests)"},
     {"synthetic_examples", FLAG_I64, T(synthetic_examples), 0,
      "epoch size of the synthetic data (1024)"},
+    {"on_error", FLAG_STR, offsetof(slim_cli_train_args, on_error), 0,
+     "a damaged record or image: fail (default: stop, naming it) or skip (counted, reported)"},
     SECTION("run:"),
     {"train_dir", FLAG_STR, T(train_dir), 0,
      "checkpoints, metrics.jsonl and TensorBoard events; a rerun resumes here (required)"},
@@ -213,6 +215,11 @@ int slim_cli_train_args_parse(slim_cli_train_args *ta, const char *cmd, const ch
     if (fr->notes[0])
         fprintf(stderr, "note: %s\n", fr->notes);
     slim_train_config *c = &ta->c;
+    if (ta->on_error && strcmp(ta->on_error, "fail") && strcmp(ta->on_error, "skip")) {
+        fprintf(stderr, "slimrun %s: --on_error=%s: expected fail or skip\n", cmd, ta->on_error);
+        return 2;
+    }
+    c->skip_damaged = ta->on_error && !strcmp(ta->on_error, "skip");
     c->run_config = fr->settings;
     c->on_message = slim_cli_message;
     c->on_progress = on_progress;
@@ -243,6 +250,11 @@ int slim_cli_train(int argc, char **argv, int first, char **pre, int pre_n,
     slim_train_result res;
     slim_status st = slim_train(c, &res, &e);
     slim_cli_end_line();
+    if (res.skipped)
+        fprintf(stderr,
+                "skipped %lld damaged record%s (--on_error=skip; counted each time read), e.g. "
+                "%s\n",
+                (long long)res.skipped, res.skipped == 1 ? "" : "s", res.first_skip);
     if (st) {
         fprintf(stderr, "slimrun train: %s\n", e.msg);
         return 1;

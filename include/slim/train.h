@@ -85,6 +85,10 @@ typedef struct slim_train_config {
     int shuffle_buffer;            /* 0 = the pipeline's default */
     bool synthetic;                /* random images and labels (throughput, tests) */
     int64_t synthetic_examples;    /* epoch size of the synthetic data (default 1024) */
+    /* A damaged record or image: false (default) stops with its file and
+     * offset; true skips it (counted in the result, a copy of another
+     * example of its batch takes its place). */
+    bool skip_damaged;
 
     /* the run */
     const char *train_dir;
@@ -169,6 +173,8 @@ typedef struct slim_train_result {
     double seconds;
     double images_per_sec;
     char last_checkpoint[1024];
+    int64_t skipped;        /* damaged records skipped (skip_damaged) in this run */
+    char first_skip[1024];  /* the first one's file, offset and reason */
 } slim_train_result;
 
 SLIM_EXPORT slim_status slim_train(const slim_train_config *c, slim_train_result *res,

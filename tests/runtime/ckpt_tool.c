@@ -5,7 +5,9 @@
  *   ckpt_tool verify FILE   exit 0 when the checksums and the footer hold
  *   ckpt_tool step FILE     print the global step
  *   ckpt_tool images DIR N  write N small gray PNGs in DIR/class_K/ folders
- *                           (4 classes, a bright band per class), for convert */
+ *                           (4 classes, a bright band per class), for convert
+ *   ckpt_tool records FILE  exit 0 when FILE reads as whole TFRecords to its
+ *                           end (CRCs checked); prints their count */
 #include "runtime/checkpoint.pb-c.h"
 
 #include <slim/data.h>
@@ -184,6 +186,29 @@ int main(int argc, char **argv)
         }
         return 0;
     }
-    fprintf(stderr, "usage: ckpt_tool same A B | verify FILE | step FILE | images DIR N\n");
+    if (argc == 3 && !strcmp(argv[1], "records")) {
+        slim_tfrecord_reader *r;
+        slim_error e = {0};
+        if (slim_tfrecord_open(argv[2], SLIM_COMPRESSION_NONE, true, &r, &e)) {
+            fprintf(stderr, "%s\n", e.msg);
+            return 1;
+        }
+        const uint8_t *d;
+        size_t len;
+        int64_t off;
+        long n = 0;
+        slim_status st;
+        while (!(st = slim_tfrecord_next(r, &d, &len, &off, &e)) && d)
+            n++;
+        slim_tfrecord_close(r);
+        if (st) {
+            fprintf(stderr, "%s\n", e.msg);
+            return 1;
+        }
+        printf("%ld records\n", n);
+        return 0;
+    }
+    fprintf(stderr, "usage: ckpt_tool same A B | verify FILE | step FILE | images DIR N | "
+                    "records FILE\n");
     return 2;
 }

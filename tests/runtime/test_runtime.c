@@ -14,6 +14,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
+#include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -135,17 +138,18 @@ static void test_optimizers(void)
 
 static void test_events(const char *dir)
 {
-    slim__rt_events *e;
+    slim__rt_events *e = slim__rt_events_new(dir);
     slim_error err = {0};
-    bool opened = slim__rt_events_open(dir, &e, &err) == SLIM_OK;
-    ok(opened, "event file created%s%s", opened ? "" : ": ", err.msg);
-    if (!opened)
-        return;
-    char path[1300];
-    snprintf(path, sizeof path, "%s", slim__rt_events_path(e));
     const char *tags[] = {"losses/total_loss", "learning_rate"};
     double v1[] = {2.5, 0.01}, v2[] = {1.25, 0.005};
-    slim__rt_events_scalars(e, 10, tags, v1, 2, NULL);
+    bool opened = e && slim__rt_events_scalars(e, 10, tags, v1, 2, &err) == SLIM_OK;
+    ok(opened, "event file created at the first write%s%s", opened ? "" : ": ", err.msg);
+    if (!opened) {
+        slim__rt_events_close(e);
+        return;
+    }
+    char path[1300];
+    snprintf(path, sizeof path, "%s", slim__rt_events_path(e));
     slim__rt_events_scalars(e, 20, tags, v2, 2, NULL);
     slim__rt_events_close(e);
     ok(strstr(path, "/events.out.tfevents.") != NULL, "named events.out.tfevents.TIME.HOST");
@@ -477,12 +481,12 @@ static void test_writers(const char *dir)
 {
     char path[1200];
     snprintf(path, sizeof path, "%s/m.jsonl", dir);
-    FILE *f = slim__rt_jsonl_open(path, NULL);
+    slim__rt_jsonl *j = slim__rt_jsonl_open(path, NULL);
     const char *keys[] = {"step", "loss"};
     double vals[] = {10, 0.5};
-    slim__rt_jsonl_write(f, keys, vals, 2, "note", "a \"quoted\"\nline");
-    fclose(f);
-    f = fopen(path, "r");
+    slim__rt_jsonl_write(j, keys, vals, 2, "note", "a \"quoted\"\nline", NULL);
+    slim__rt_jsonl_close(j);
+    FILE *f = fopen(path, "r");
     char line[256] = "";
     if (f) {
         if (!fgets(line, sizeof line, f))
@@ -502,6 +506,128 @@ static void test_writers(const char *dir)
     slim__rt_trace_free(t);
 }
 
+/* ---- a full disk ------------------------------------------------------------------------ */
+
+static long file_size(const char *path)
+{
+    struct stat sb;
+    return stat(path, &sb) == 0 ? (long)sb.st_size : -1;
+}
+
+/* The soft file-size limit (RLIMIT_FSIZE, SIGXFSZ ignored): writes past it
+ * fail with EFBIG as on a full disk. lim < 0: back to the hard limit. */
+static void limit_files(long lim)
+{
+    struct rlimit rl;
+    getrlimit(RLIMIT_FSIZE, &rl);
+    rl.rlim_cur = lim < 0 ? rl.rlim_max : (rlim_t)lim;
+    setrlimit(RLIMIT_FSIZE, &rl);
+}
+
+static int count_lines(const char *path, bool *whole)
+{
+    FILE *f = fopen(path, "r");
+    int lines = 0;
+    *whole = true;
+    if (f) {
+        int ch, last = '\n';
+        while ((ch = fgetc(f)) != EOF) {
+            lines += ch == '\n';
+            last = ch;
+        }
+        *whole = last == '\n';
+        fclose(f);
+    }
+    return lines;
+}
+
+/* Metrics and events are written whole or not at all (issue 26: a full
+ * disk cut metrics.jsonl's last line, and left a 0-byte events file). */
+static void test_full_disk(const char *dir)
+{
+    signal(SIGXFSZ, SIG_IGN);
+    char path[1200];
+    snprintf(path, sizeof path, "%s/full.jsonl", dir);
+    slim__rt_jsonl *j = slim__rt_jsonl_open(path, NULL);
+    const char *keys[] = {"step", "loss", "accuracy"};
+    double vals[] = {1, 0.123456, 0.5};
+    slim_error err = {0};
+    slim__rt_jsonl_write(j, keys, vals, 3, NULL, NULL, &err);
+    vals[0] = 2;
+    slim__rt_jsonl_write(j, keys, vals, 3, NULL, NULL, &err);
+    long s0 = file_size(path);
+    limit_files(s0 + 10); /* room for 10 bytes of the next line */
+    vals[0] = 3;
+    slim_status st = slim__rt_jsonl_write(j, keys, vals, 3, NULL, NULL, &err);
+    limit_files(-1);
+    bool whole;
+    int lines = count_lines(path, &whole);
+    ok(st == SLIM_EIO && strstr(err.msg, "full.jsonl: write failed") && file_size(path) == s0 &&
+           lines == 2 && whole,
+       "metrics: a line that does not fit is not written, the file keeps 2 whole lines: %s",
+       err.msg);
+    vals[0] = 4;
+    st = slim__rt_jsonl_write(j, keys, vals, 3, NULL, NULL, &err);
+    lines = count_lines(path, &whole);
+    ok(st == SLIM_OK && lines == 3 && whole, "... and the next write, with room, appends whole");
+    slim__rt_jsonl_close(j);
+
+    /* events: no empty file when the first one cannot be written */
+    char ed[1200];
+    snprintf(ed, sizeof ed, "%s/ev", dir);
+    mkdir(ed, 0755);
+    slim__rt_events *e = slim__rt_events_new(ed);
+    const char *tags[] = {"loss"};
+    double v = 1.5;
+    limit_files(0);
+    err = (slim_error){0};
+    st = slim__rt_events_scalars(e, 5, tags, &v, 1, &err);
+    limit_files(-1);
+    DIR *d = opendir(ed);
+    int files = 0;
+    for (struct dirent *de; d && (de = readdir(d));)
+        files += de->d_name[0] != '.';
+    if (d)
+        closedir(d);
+    ok(st == SLIM_EIO && strstr(err.msg, "write failed") && files == 0 &&
+           !slim__rt_events_path(e)[0],
+       "events on a full disk: an error, no empty file left (%d files): %s", files, err.msg);
+    st = slim__rt_events_scalars(e, 6, tags, &v, 1, &err);
+    char ep[1300];
+    snprintf(ep, sizeof ep, "%s", slim__rt_events_path(e));
+    long es = file_size(ep);
+    limit_files(es + 20);
+    slim_status st2 = slim__rt_events_scalars(e, 7, tags, &v, 1, &err);
+    limit_files(-1);
+    slim__rt_events_close(e);
+    int recs = 0;
+    slim_tfrecord_reader *r = NULL;
+    slim_status rs = slim_tfrecord_open(ep, SLIM_COMPRESSION_NONE, true, &r, &err);
+    const uint8_t *data;
+    size_t len;
+    int64_t off;
+    while (!rs && !(rs = slim_tfrecord_next(r, &data, &len, &off, &err)) && data)
+        recs++;
+    if (r)
+        slim_tfrecord_close(r);
+    ok(st == SLIM_OK && st2 == SLIM_EIO && file_size(ep) == es && rs == SLIM_OK && recs == 2,
+       "events: made when there is room (2 records); a record that does not fit is cut off");
+
+    /* a resumed run: the rows after its checkpoint's step go, and a cut line */
+    snprintf(path, sizeof path, "%s/resume.jsonl", dir);
+    const char *text = "{\"step\": 10, \"loss\": 1}\n{\"step\": 20, \"loss\": 0.9}\n"
+                       "{\"step\": 20, \"eval_top1\": 0.5}\n{\"step\": 30, \"loss\": 0.8}\n"
+                       "{\"step\": 40, \"lo";
+    FILE *f = fopen(path, "w");
+    fputs(text, f);
+    fclose(f);
+    int dropped = 0;
+    st = slim__rt_jsonl_trim(path, 20, &dropped, &err);
+    lines = count_lines(path, &whole);
+    ok(st == SLIM_OK && dropped == 2 && lines == 3 && whole,
+       "resumed at step 20: rows of steps 10, 20 and its eval kept, 30 and a cut line dropped");
+}
+
 int main(void)
 {
     char dir[] = "/tmp/slim-rt.XXXXXX";
@@ -515,6 +641,7 @@ int main(void)
     test_checkpoints(dir);
     test_hostile_checkpoints(dir);
     test_writers(dir);
+    test_full_disk(dir);
     char cmd[256];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     if (system(cmd) != 0)
