@@ -257,8 +257,8 @@ slim_status slim__jpeg_header(slim__jpeg *j, const uint8_t *data, size_t len, co
      * only after allocating and decoding what the header claims. */
     uint64_t least = UINT64_MAX;
     for (int c = 0; c < j->ci.num_components; c++) {
-        uint64_t b = (uint64_t)j->ci.comp_info[c].width_in_blocks *
-                     j->ci.comp_info[c].height_in_blocks;
+        uint64_t b =
+            (uint64_t)j->ci.comp_info[c].width_in_blocks * j->ci.comp_info[c].height_in_blocks;
         least = b < least ? b : least;
     }
     if (!st && !j->ci.arith_code && (uint64_t)len * 8 < least)

@@ -319,10 +319,9 @@ slim_status slim__jpeg_add_restarts(const uint8_t *data, size_t len, const char 
     if (setjmp(t->jb)) {
         /* The encoder refusing what the decoder read (a DCT coefficient out
          * of its range, say): the file is fine to decode, keep it. */
-        slim_status st =
-            t->writing ? SLIM_OK
-                       : slim__error(err, SLIM_ECORRUPT, "%s: corrupt JPEG: %s",
-                                     name ? name : "image", t->msg);
+        slim_status st = t->writing ? SLIM_OK
+                                    : slim__error(err, SLIM_ECORRUPT, "%s: corrupt JPEG: %s",
+                                                  name ? name : "image", t->msg);
         t_free(t);
         return st;
     }
@@ -344,7 +343,8 @@ slim_status slim__jpeg_add_restarts(const uint8_t *data, size_t len, const char 
      * claims: a few KB claiming 16384x16384 would take 800 MB). */
     uint64_t blocks = 0;
     for (int c = 0; c < t->di.num_components; c++)
-        blocks += (uint64_t)t->di.comp_info[c].width_in_blocks * t->di.comp_info[c].height_in_blocks;
+        blocks +=
+            (uint64_t)t->di.comp_info[c].width_in_blocks * t->di.comp_info[c].height_in_blocks;
     bool short_file = !t->di.arith_code && (uint64_t)len * 8 < blocks;
     bool ok = !short_file && t->di.data_precision == 8 &&
               (t->di.jpeg_color_space == JCS_YCbCr || t->di.jpeg_color_space == JCS_GRAYSCALE);

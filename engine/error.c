@@ -95,7 +95,11 @@ const char *slim__shape_str(const slim_shape *s, char *buf, size_t n)
 static int utf8_len(const unsigned char *p)
 {
     unsigned c = p[0];
-    int n = c < 0x80 ? 1 : (c & 0xE0) == 0xC0 ? 2 : (c & 0xF0) == 0xE0 ? 3 : (c & 0xF8) == 0xF0 ? 4 : 0;
+    int n = c < 0x80             ? 1
+            : (c & 0xE0) == 0xC0 ? 2
+            : (c & 0xF0) == 0xE0 ? 3
+            : (c & 0xF8) == 0xF0 ? 4
+                                 : 0;
     if (n == 0 || (n == 2 && c < 0xC2) || (n == 4 && c > 0xF4))
         return 0;
     for (int i = 1; i < n; i++)

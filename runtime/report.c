@@ -61,9 +61,10 @@ static slim_status append_whole(int fd, const char *path, const void *data, size
         if (k <= 0) {
             int e = k < 0 ? errno : ENOSPC;
             if (done && before >= 0 && ftruncate(fd, before) != 0)
-                return slim__error(err, SLIM_EIO, "%s: write failed (%s) and its last %zu bytes "
-                                   "could not be cut off: %s", path, strerror(e), done,
-                                   strerror(errno));
+                return slim__error(err, SLIM_EIO,
+                                   "%s: write failed (%s) and its last %zu bytes "
+                                   "could not be cut off: %s",
+                                   path, strerror(e), done, strerror(errno));
             return slim__error(err, SLIM_EIO, "%s: write failed: %s", path, strerror(e));
         }
         done += (size_t)k;
@@ -121,8 +122,8 @@ static slim_status events_start(slim__rt_events *e, slim_error *err)
         e->fd = open(e->path, O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0644);
     }
     if (e->fd < 0) {
-        slim_status st = slim__error(err, SLIM_EIO, "%s: cannot create: %s", e->path,
-                                     strerror(errno));
+        slim_status st =
+            slim__error(err, SLIM_EIO, "%s: cannot create: %s", e->path, strerror(errno));
         e->path[0] = 0;
         return st;
     }
@@ -278,9 +279,9 @@ slim_status slim__rt_jsonl_trim(const char *path, int64_t max_step, int *dropped
     remove_stale_temps(path);
     FILE *f = fopen(path, "re");
     if (!f)
-        return errno == ENOENT ? SLIM_OK
-                               : slim__error(err, SLIM_EIO, "cannot read %s: %s", path,
-                                             strerror(errno));
+        return errno == ENOENT
+                   ? SLIM_OK
+                   : slim__error(err, SLIM_EIO, "cannot read %s: %s", path, strerror(errno));
     char *text = NULL;
     size_t len = 0;
     FILE *m = open_memstream(&text, &len);

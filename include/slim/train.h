@@ -173,8 +173,8 @@ typedef struct slim_train_result {
     double seconds;
     double images_per_sec;
     char last_checkpoint[1024];
-    int64_t skipped;        /* damaged records skipped (skip_damaged) in this run */
-    char first_skip[1024];  /* the first one's file, offset and reason */
+    int64_t skipped;       /* damaged records skipped (skip_damaged) in this run */
+    char first_skip[1024]; /* the first one's file, offset and reason */
 } slim_train_result;
 
 SLIM_EXPORT slim_status slim_train(const slim_train_config *c, slim_train_result *res,

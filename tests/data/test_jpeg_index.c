@@ -568,8 +568,8 @@ static uint8_t *untranscodable_jpeg(size_t com_len, size_t *len)
         /* DHT DC 0: one 1-bit code "0" for size 0 */
         0xFF, 0xC4, 0, 20, 0x00, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x00,
         /* DHT AC 0: two 2-bit codes, "00" EOB and "01" run 0 size 11 */
-        0xFF, 0xC4, 0, 21, 0x10, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x00, 0x0B,
-        0xFF, 0xDA, 0, 8, 1, 1, 0x00, 0, 63, 0, /* SOS */
+        0xFF, 0xC4, 0, 21, 0x10, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x00, 0x0B, 0xFF,
+        0xDA, 0, 8, 1, 1, 0x00, 0, 63, 0, /* SOS */
         /* each block: DC "0", AC "01" + 10000000000 (1024), EOB "00": 0x30 0x00 */
         0x30, 0x00, 0x30, 0x00, 0xFF, 0xD9};
     memcpy(p, rest, sizeof rest);
@@ -588,8 +588,8 @@ static void test_untranscodable(void)
     slim_decode_opts d = {.channels = 3, .name = "coef.jpg"};
     slim_error err = {0};
     slim_status st = slim_image_decode(src, sn, &d, &img, &err);
-    tap_ok(!st && img.width == 16 && img.height == 8, "the out-of-range-coefficient JPEG decodes: %s",
-           st ? err.msg : "16x8");
+    tap_ok(!st && img.width == 16 && img.height == 8,
+           "the out-of-range-coefficient JPEG decodes: %s", st ? err.msg : "16x8");
     if (!st)
         slim_image_fini(&img);
     for (size_t com = 0; com <= 6000; com += 3000) { /* buffer grown or not */
@@ -597,8 +597,9 @@ static void test_untranscodable(void)
         uint8_t *b = untranscodable_jpeg(com, &n), *idx = NULL;
         size_t in = 0;
         st = slim__jpeg_add_restarts(b, n, "coef.jpg", &idx, &in, &err);
-        tap_ok(!st && !idx, "a JPEG libjpeg cannot re-encode (COM of %zu bytes) is kept as it is: %s",
-               com, st ? err.msg : "ok");
+        tap_ok(!st && !idx,
+               "a JPEG libjpeg cannot re-encode (COM of %zu bytes) is kept as it is: %s", com,
+               st ? err.msg : "ok");
         free(idx);
         free(b);
     }
@@ -701,7 +702,8 @@ static void test_bombs(void)
     set_size(src, sn, 65000, 65000);
     err = (slim_error){0};
     st = slim__jpeg_add_restarts(src, sn, "bomb.jpg", &idx, &in, &err);
-    tap_ok(st == SLIM_EUNSUPPORTED && strstr(err.msg, "65000x65000 pixels is larger than the limit"),
+    tap_ok(st == SLIM_EUNSUPPORTED &&
+               strstr(err.msg, "65000x65000 pixels is larger than the limit"),
            "transcode claiming 65000x65000: %s", err.msg);
     /* --input_records: fails naming the record, or with skip keeps it. */
     set_size(src, sn, 25000, 25000);
@@ -715,8 +717,9 @@ static void test_bombs(void)
     convert_result res;
     err = (slim_error){0};
     st = slim__convert_records(files, 1, NULL, &r, &res, &err);
-    tap_ok(st == SLIM_EUNSUPPORTED && strstr(err.msg, "bomb-00000: record 0 at byte 0: JPEG of "
-                                                      "25000x25000 pixels is larger than the limit"),
+    tap_ok(st == SLIM_EUNSUPPORTED &&
+               strstr(err.msg, "bomb-00000: record 0 at byte 0: JPEG of "
+                               "25000x25000 pixels is larger than the limit"),
            "--input_records: the record over the limit fails, named: %s", err.msg);
     r.output_dir = out2;
     r.on_error = SLIM_ON_ERROR_SKIP;
@@ -745,8 +748,9 @@ static void test_bombs(void)
     tap_ok(!st && !idx, "a %zu-byte JPEG claiming 16384x16384 is kept as it is", sn);
     err = (slim_error){0};
     st = slim_image_probe(src, sn, "short.jpg", &h, &w, &c, &err);
-    tap_ok(st == SLIM_ECORRUPT && strstr(err.msg, "short.jpg: corrupt JPEG: 17267 bytes are too few "
-                                                  "for 16384x16384 pixels (the file is cut short)"),
+    tap_ok(st == SLIM_ECORRUPT &&
+               strstr(err.msg, "short.jpg: corrupt JPEG: 17267 bytes are too few "
+                               "for 16384x16384 pixels (the file is cut short)"),
            "...and refused as cut short where it is decoded: %s", err.msg);
     free(idx);
     free(src);

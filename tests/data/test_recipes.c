@@ -328,9 +328,10 @@ static void test_bad(void)
     st = slim__recipe_load("inception", NULL, &r, &err);
     if (!st)
         st = slim__prep_init(&p, r, true, 28, 28, 1, true, true, &err);
-    tap_ok(st == SLIM_EINVAL && strstr(err.msg, "inception.yaml:") &&
-               strstr(err.msg, ": distort_color needs 3 channels (RGB), but the images here have 1"),
-           "inception's recipe on a 1-channel model is refused: %s", err.msg);
+    tap_ok(
+        st == SLIM_EINVAL && strstr(err.msg, "inception.yaml:") &&
+            strstr(err.msg, ": distort_color needs 3 channels (RGB), but the images here have 1"),
+        "inception's recipe on a 1-channel model is refused: %s", err.msg);
     slim__recipe_free(r);
 }
 
@@ -344,7 +345,8 @@ static void test_dataset_yaml(void)
     } bad[] = {
         {"name: x\nnum_classes: 3000000000\n",
          "dataset.yaml:2:14: num_classes must be from 1 to 2147483647, got 3000000000"},
-        {"num_classes: -4\n", "dataset.yaml:1:14: num_classes must be from 1 to 2147483647, got -4"},
+        {"num_classes: -4\n",
+         "dataset.yaml:1:14: num_classes must be from 1 to 2147483647, got -4"},
         {"labels_offset: -1\n",
          "dataset.yaml:1:16: labels_offset must be from 0 to 2147483647, got -1"},
         {"image_size: [28, 28.5, 1]\n",

@@ -428,12 +428,27 @@ static void test_hostile_checkpoints(const char *dir)
         size_t rank, bytes;
         const char *want;
     } c[] = {
-        {{(int64_t)1 << 62, 4}, 2, 0, "0 data bytes do not match its shape [4611686018427387904,4] (its element count overflows)"},
-        {{((int64_t)1 << 62) + 1, 4}, 2, 16, "16 data bytes do not match its shape [4611686018427387905,4] (its element count overflows)"},
-        {{INT64_MAX, INT64_MAX, 2}, 3, 8, "8 data bytes do not match its shape [9223372036854775807,9223372036854775807,2] (its element count overflows)"},
+        {{(int64_t)1 << 62, 4},
+         2,
+         0,
+         "0 data bytes do not match its shape [4611686018427387904,4] (its element count "
+         "overflows)"},
+        {{((int64_t)1 << 62) + 1, 4},
+         2,
+         16,
+         "16 data bytes do not match its shape [4611686018427387905,4] (its element count "
+         "overflows)"},
+        {{INT64_MAX, INT64_MAX, 2},
+         3,
+         8,
+         "8 data bytes do not match its shape [9223372036854775807,9223372036854775807,2] (its "
+         "element count overflows)"},
         {{-2, -2}, 2, 16, "16 data bytes do not match its shape [-2,-2] (a negative dimension)"},
         {{3}, 1, 8, "8 data bytes do not match its shape [3]"},
-        {{1, 2, 3, 4, 5, 6, 7, 8, 9}, 9, 4 * 362880, "do not match its shape [1,2,3,4,5,6,7,8,9] (too many dimensions)"},
+        {{1, 2, 3, 4, 5, 6, 7, 8, 9},
+         9,
+         4 * 362880,
+         "do not match its shape [1,2,3,4,5,6,7,8,9] (too many dimensions)"},
     };
     for (size_t k = 0; k < sizeof c / sizeof *c; k++) {
         write_one(path, "m", "net/w", c[k].shape, c[k].rank, c[k].bytes);
@@ -441,7 +456,8 @@ static void test_hostile_checkpoints(const char *dir)
         slim_status st = slim_checkpoint_verify(path, NULL, &err);
         char want[1300];
         snprintf(want, sizeof want, "%s: tensor 'net/w' at byte ", path);
-        ok(st == SLIM_ECORRUPT && !strncmp(err.msg, want, strlen(want)) && strstr(err.msg, c[k].want),
+        ok(st == SLIM_ECORRUPT && !strncmp(err.msg, want, strlen(want)) &&
+               strstr(err.msg, c[k].want),
            "checkpoint tensor of shape case %zu refused with file and byte: %s", k, err.msg);
     }
     /* Stored names escaped: a bad tensor's, an unused one's (restore report), the model's. */
@@ -451,7 +467,10 @@ static void test_hostile_checkpoints(const char *dir)
     slim_checkpoint_verify(path, NULL, &err);
     ok(strstr(err.msg, "tensor 'net/\\x1b[31mred\\xc3' at byte") != NULL,
        "a bad tensor's stored name is printed escaped: %s", err.msg);
-    write_one(path, "evil\x1b]0;x\x07\xff", "net/\x1b[31mr\xc3\xa9" "d", sh, 1, 12);
+    write_one(path, "evil\x1b]0;x\x07\xff",
+              "net/\x1b[31mr\xc3\xa9"
+              "d",
+              sh, 1, 12);
     slim_checkpoint_info info;
     slim_status st = slim_checkpoint_verify(path, &info, &err);
     ok(st == SLIM_OK && !strcmp(info.model_name, "evil\\x1b]0;x\\x07\\xff"),
@@ -463,10 +482,11 @@ static void test_hostile_checkpoints(const char *dir)
     char rep[512] = "";
     st = slim_checkpoint_restore(
         path, g,
-        &(slim_restore_opts){.use_ema = 0, .ignore_missing_vars = true, .report = rep,
-                             .report_size = sizeof rep},
+        &(slim_restore_opts){
+            .use_ema = 0, .ignore_missing_vars = true, .report = rep, .report_size = sizeof rep},
         NULL, &err);
-    ok(st == SLIM_OK && strstr(rep, "unused net/\\x1b[31mr\xc3\xa9" "d (not in the model)"),
+    ok(st == SLIM_OK && strstr(rep, "unused net/\\x1b[31mr\xc3\xa9"
+                                    "d (not in the model)"),
        "an unused tensor is reported escaped (UTF-8 kept): %s", rep);
     slim_graph_free(g);
     slim_registry_free(reg);
