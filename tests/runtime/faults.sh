@@ -154,15 +154,17 @@ for sig in INT TERM; do
     check "... resumed, it ends equal to the uninterrupted run" "$TOOL" same "$T/ref/$LAST" "$d/$LAST"
 done
 
-# 4. a bad --train_dir
-: > "$T/afile"
-for bad in "$T/afile" "$T/afile/sub"; do
-    train --train_dir="$bad" --max_number_of_steps=2 > "$T/bad.log" 2>&1
+# 4. a bad --train_dir: refused before a step, naming it
+refused() {
+    train --train_dir="$1" --max_number_of_steps=2 > "$T/bad.log" 2>&1
     rc=$?
-    if [ $rc -eq 1 ] && has "$T/bad.log" "$bad" && ! has "$T/bad.log" "step 1"; then
-        ok "--train_dir=${bad#$T/}: refused before training: $(tail -1 "$T/bad.log")"; else
-        not_ok "--train_dir=${bad#$T/} (exit $rc)"; sed 's/^/# /' "$T/bad.log"; fi
-done
+    if [ $rc -eq 1 ] && has "$T/bad.log" "$1" && ! has "$T/bad.log" "step 1"; then
+        ok "$2 is refused before training: $(tail -1 "$T/bad.log")"; else
+        not_ok "$2 (exit $rc)"; sed 's/^/# /' "$T/bad.log"; fi
+}
+: > "$T/afile"
+refused "$T/afile" "--train_dir=FILE"
+refused "$T/afile/sub" "--train_dir=FILE/sub"
 mkdir -p "$T/ro"
 ro_ok=
 if [ "$(id -u)" = 0 ]; then
@@ -170,15 +172,8 @@ if [ "$(id -u)" = 0 ]; then
 else
     chmod 555 "$T/ro" && ro_ok=1
 fi
-if [ -n "$ro_ok" ]; then
-    train --train_dir="$T/ro/run" --max_number_of_steps=2 > "$T/ro.log" 2>&1
-    rc=$?
-    if [ $rc -eq 1 ] && has "$T/ro.log" "ro/run" && ! has "$T/ro.log" "step 1"; then
-        ok "a read-only --train_dir is refused: $(tail -1 "$T/ro.log")"; else
-        not_ok "a read-only --train_dir (exit $rc)"; sed 's/^/# /' "$T/ro.log"; fi
-else
-    skip "a read-only --train_dir" "cannot make one here"
-fi
+if [ -n "$ro_ok" ]; then refused "$T/ro/run" "a read-only --train_dir"
+else skip "a read-only --train_dir" "cannot make one here"; fi
 
 # 5. damaged records: stop naming them, or skip them counted
 "$TOOL" images "$T/png" 64 > /dev/null 2>&1 &&
