@@ -153,7 +153,7 @@ slim_status slim_train(const slim_train_config *c, slim_train_result *res, slim_
     }
     char path[1200];
     snprintf(path, sizeof path, "%s/metrics.jsonl", c->train_dir);
-    if (t.step > 0) { /* resumed: the steps after the checkpoint are logged again */
+    { /* the steps after the checkpoint (or all, with none) are logged again */
         int dropped;
         slim_error e2 = {0};
         if (slim__rt_jsonl_trim(path, t.step, &dropped, &e2))

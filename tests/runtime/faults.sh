@@ -1,8 +1,9 @@
 #!/bin/sh
 # tests/runtime/faults.sh - the faults a training run must survive, from the
 # outside (TAP output):
-#   - kill -9 at random moments, while a checkpoint is being written (its
-#     temporary file is there) and right after one is saved; each time the
+#   - kill -9 before the first checkpoint, at random moments, while a
+#     checkpoint is being written (its temporary file is there) and right
+#     after one is saved; each time the
 #     same command resumes, and the last checkpoint equals an uninterrupted
 #     run's bit for bit (weights, optimizer slots, step); metrics.jsonl then
 #     has one whole line per step;
@@ -19,7 +20,8 @@
 #
 # make check runs the short form (a few kills on LeNet). The long form:
 #   tests/runtime/faults.sh --kills=60 --steps=300 --seed=$(date +%s)
-# Flags: --kills=N (kill -9s, cycling through the three moments; default 3),
+# Flags: --kills=N (kill -9s: the first before any checkpoint, then cycling
+# through the three other moments; default 4),
 # --steps=N (the run's length; default 30), --seed=N (the kill times; default 1),
 # --model_name=NAME (default lenet), --keep (keep the scratch folder).
 top_srcdir=${top_srcdir:-.}
@@ -27,7 +29,7 @@ top_builddir=${top_builddir:-.}
 SLIMRUN=$(cd "$(dirname "$top_builddir/tools/slimrun")" && pwd)/slimrun
 TOOL=$top_builddir/tests/runtime/ckpt_tool
 export SLIM_MODEL_PATH="$top_srcdir/models"
-KILLS=3 STEPS=30 SEED=1 MODEL_NAME=lenet KEEP=
+KILLS=4 STEPS=30 SEED=1 MODEL_NAME=lenet KEEP=
 for a in "$@"; do
     case $a in
     --kills=*) KILLS=${a#*=} ;;
@@ -81,16 +83,24 @@ if [ $rc -eq 0 ] && [ -f "$T/ref/$LAST" ]; then
     ok "the uninterrupted run: $MODEL_NAME, $STEPS steps in ${REF_SECS}s"; else
     not_ok "the uninterrupted run (exit $rc)"; sed 's/^/# /' "$T/ref.log"; tap_end; exit; fi
 
-# 2. kill -9: at a random moment, during a checkpoint write, right after one
+# 2. kill -9: before any checkpoint, at a random moment, during a checkpoint
+# write, right after one
 saves() { n=$(grep -c '^saved ' "$1" 2> /dev/null); echo "${n:-0}"; }
 done_early=0 killed=0 i=0
 : > "$T/kills.txt"
 while [ $i -lt "$KILLS" ]; do
-    mode=$((i % 3))
+    mode=$(( i == 0 ? 3 : (i - 1) % 3 ))
     log="$T/k$i.log"
     "$SLIMRUN" train $FLAGS --train_dir="$T/k" > "$log" 2>&1 &
     pid=$!
     case $mode in
+    3) # a few steps in, before the first checkpoint (the rerun starts over)
+        what="without reaching step 3"
+        while kill -0 $pid 2> /dev/null; do
+            if grep -q '"step": 3,' "$T/k/metrics.jsonl" 2> /dev/null; then
+                what="at step 3, before any checkpoint"; break; fi
+            sleep 0.005
+        done ;;
     0) # a random moment of what a whole run takes
         at=$(rand 0.05 "$REF_SECS")
         sleep "$at"

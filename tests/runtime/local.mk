@@ -17,7 +17,7 @@ EXTRA_DIST += tests/runtime/train_resume.sh tests/runtime/tiny.yaml
 tests/runtime/train_resume.log: tools/slimrun$(EXEEXT) tests/runtime/ckpt_tool$(EXEEXT)
 # faults.sh: kill -9 at random moments and around checkpoint writes, SIGINT/SIGTERM,
 # a full disk (a tmpfs, as root), a bad train_dir, damaged records; short here
-# (3 kills on LeNet), longer by hand: tests/runtime/faults.sh --kills=60 --steps=300
+# (4 kills on LeNet), longer by hand: tests/runtime/faults.sh --kills=60 --steps=300
 TESTS += tests/runtime/faults.sh
 EXTRA_DIST += tests/runtime/faults.sh
 tests/runtime/faults.log: tools/slimrun$(EXEEXT) tests/runtime/ckpt_tool$(EXEEXT)
