@@ -39,6 +39,13 @@ const char *slim_stage_name(slim_stage s)
     return (unsigned)s < SLIM_STAGE_COUNT ? stage_names[s] : "?";
 }
 
+/* With replicas sharing the stream by blocks: the blocks of batch_size
+ * between two of this process's batches (1 alone or sharing by file). */
+static int blocks_apart(const slim_pipeline *p)
+{
+    return p->o.replicas > 1 && !p->o.replica_by_file ? p->o.replicas : 1;
+}
+
 /* ---- one example (worker, without mu) ---------------------------------------- */
 
 static slim_status read_item(worker *w, const item *it, const uint8_t **data, size_t *len,
@@ -268,7 +275,17 @@ static void *worker_main(void *arg)
         item it;
         bool end;
         slim_error e = {0};
-        slim_status st = slim__seq_next(p, &it, &end, &e);
+        slim_status st;
+        for (;;) { /* with replicas, the next example of one of this process's blocks */
+            st = slim__seq_next(p, &it, &end, &e);
+            if (st || end)
+                break;
+            int64_t sg = p->stream_next++;
+            if (p->o.replicas <= 1 || p->o.replica_by_file ||
+                ((sg - p->stream_base) / N) % p->o.replicas == p->o.replica)
+                break;
+            slim__seq_item_free(&it);
+        }
         if (st) {
             set_failed(p, &e);
             break;
@@ -286,6 +303,8 @@ static void *worker_main(void *arg)
             s->filled = 0;
             s->epoch = it.epoch;
             s->index = it.index;
+            if (p->o.replicas > 1 && !p->o.replica_by_file) /* position_get may wait for it */
+                pthread_cond_broadcast(&p->cv_ready);
         }
         p->next_claim++;
         pthread_mutex_unlock(&p->mu);
@@ -448,8 +467,13 @@ slim_status slim_pipeline_new(const slim_pipeline_opts *opts, slim_pipeline **ou
         o->num_threads = 1;
     if (o->num_readers <= 0)
         o->num_readers = o->is_training ? 4 : 1;
+    if (o->replicas < 0 || o->replica < 0 || o->replica >= (o->replicas > 1 ? o->replicas : 1)) {
+        st = slim__error(err, SLIM_EINVAL, "pipeline replica %d of %d is out of range", o->replica,
+                         o->replicas);
+        goto fail;
+    }
     if (o->shuffle_buffer == 0)
-        o->shuffle_buffer = o->is_training ? 20 * o->batch_size : 1;
+        o->shuffle_buffer = o->is_training ? 20 * o->batch_size * blocks_apart(p) : 1;
     if (o->shuffle_buffer < 0 || !o->is_training)
         o->shuffle_buffer = 1;
     if (o->prefetch_batches <= 0)
@@ -502,6 +526,13 @@ slim_status slim_pipeline_new(const slim_pipeline_opts *opts, slim_pipeline **ou
     st = slim__seq_build_sources(p, err);
     if (st)
         goto fail;
+    if (o->replicas > 1 && o->replica_by_file && p->n_src < o->replicas) {
+        st = slim__error(err, SLIM_EINVAL,
+                         "sharing the input by file needs at least a file per process: %d "
+                         "file%s for %d processes (share by record instead)",
+                         p->n_src, p->n_src == 1 ? "" : "s", o->replicas);
+        goto fail;
+    }
     /* State. */
     seqgen *g = &p->gen;
     g->R = o->num_readers;
@@ -633,7 +664,7 @@ static slim_status next_batch(slim_pipeline *p, slot **sp, slim_batch_info *info
             info->n_valid = expected;
             info->epoch = s->epoch;
             info->index = s->index;
-            info->consumed = b * N;
+            info->consumed = p->stream_base + b * N * blocks_apart(p);
             *sp = s;
             p->view_out = true;
             break;
@@ -712,7 +743,13 @@ void slim_pipeline_position_get(const slim_pipeline *cp, slim_pipeline_position 
     pthread_mutex_lock(&p->mu);
     int64_t b = p->consumed + (p->view_out ? 1 : 0);
     slot *s = &p->slots[b % p->nslots];
-    pos->consumed = b * p->N;
+    int reps = blocks_apart(p);
+    pos->consumed = p->stream_base + b * p->N * reps;
+    /* with replicas the sequence runs ahead through the others' blocks: the
+     * first example of batch b says where it is (claimed soon: the batches
+     * before it are handed out) */
+    while (reps > 1 && s->batch != b && !p->end_known && !p->failed && !p->stop && p->running)
+        pthread_cond_wait(&p->cv_ready, &p->mu);
     if (s->batch == b) {
         pos->epoch = s->epoch;
         pos->index = s->index;
@@ -726,12 +763,10 @@ void slim_pipeline_position_get(const slim_pipeline *cp, slim_pipeline_position 
 slim_status slim_pipeline_restore(slim_pipeline *p, const slim_pipeline_position *pos,
                                   slim_error *err)
 {
-    if (pos->epoch < 0 || pos->index < 0 || pos->consumed < 0 || pos->consumed % p->N)
+    if (pos->epoch < 0 || pos->index < 0 || pos->consumed < 0)
         return slim__error(err, SLIM_EINVAL,
-                           "pipeline position (epoch %lld, index %lld, consumed %lld) is invalid "
-                           "for batch size %d",
-                           (long long)pos->epoch, (long long)pos->index, (long long)pos->consumed,
-                           p->N);
+                           "pipeline position (epoch %lld, index %lld, consumed %lld) is invalid",
+                           (long long)pos->epoch, (long long)pos->index, (long long)pos->consumed);
     stop_workers(p);
     pthread_mutex_lock(&p->mu);
     slim__seq_clear(&p->gen);
@@ -755,8 +790,10 @@ slim_status slim_pipeline_restore(slim_pipeline *p, const slim_pipeline_position
         p->slots[i].batch = -1;
         p->slots[i].filled = 0;
     }
-    p->next_claim = pos->consumed;
-    p->consumed = pos->consumed / p->N;
+    /* batches count from here (the stream's number goes on from the position) */
+    p->stream_base = p->stream_next = pos->consumed;
+    p->next_claim = 0;
+    p->consumed = 0;
     p->view_out = false;
     p->end_known = false;
     p->failed = false;

@@ -43,6 +43,7 @@ typedef struct seqgen {
     int64_t epoch, index; /* of the next output */
     bool started;
     int *order;
+    int n_order; /* sources of this epoch (this replica's share by file) */
     int next_shard;
     rslot *rs;
     int R, rr;
@@ -88,9 +89,13 @@ struct slim_pipeline {
     seqgen gen;
     slot *slots;
     int nslots;
-    int64_t next_claim; /* global number of the next example to claim */
-    int64_t consumed;   /* batches released by the caller */
-    bool view_out;      /* a next_view batch is still with the caller */
+    int64_t next_claim; /* number of the next example to claim (this process's, since restore) */
+    int64_t consumed;   /* batches released by the caller (since restore) */
+    /* the stream of the run, all replicas together: the position where
+     * this process's batches begin (0, or a restored position) and the
+     * number of the next example the sequence yields */
+    int64_t stream_base, stream_next;
+    bool view_out; /* a next_view batch is still with the caller */
     bool end_known;
     int64_t total; /* examples in the whole run, once end_known */
     bool stop;

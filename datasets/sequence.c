@@ -206,6 +206,12 @@ static void gen_start_epoch(slim_pipeline *p)
             g->order[j] = t;
         }
     }
+    g->n_order = p->n_src;
+    if (p->o.replicas > 1 && p->o.replica_by_file) { /* this replica's files of the epoch */
+        g->n_order = 0;
+        for (int i = p->o.replica; i < p->n_src; i += p->o.replicas)
+            g->order[g->n_order++] = g->order[i];
+    }
 }
 
 /* Open the next shard into slot s; false when none is left. */
@@ -213,7 +219,7 @@ static slim_status rslot_open(slim_pipeline *p, rslot *s, bool *opened, slim_err
 {
     seqgen *g = &p->gen;
     *opened = false;
-    while (g->next_shard < p->n_src) {
+    while (g->next_shard < g->n_order) {
         int src = g->order[g->next_shard++];
         s->src = src;
         s->image_done = false;

@@ -291,6 +291,58 @@ static slim_status add_update(build *b, int param)
     return SLIM_OK;
 }
 
+/* Training across processes (slim_compile_opts.collective): a step right
+ * after the one that completes a trained parameter's gradient hands it to
+ * grad_ready (the allreduce of its bucket can start while backward goes on),
+ * and a step before its update copies the averaged gradient back (grad_wait
+ * returns once its bucket is done). node_id carries the parameter index. */
+static void k_grad_ready(const slim_kernel_ctx *c)
+{
+    const slim_program *p = c->priv;
+    p->coll.grad_ready(p->coll.user, (int)c->node_id, c->in[0].data,
+                       slim_shape_numel(&c->in[0].shape));
+}
+
+static void k_grad_wait(const slim_kernel_ctx *c)
+{
+    slim_program *p = c->priv;
+    if (c->ith == 0)
+        p->coll_src = p->coll.grad_wait(p->coll.user, (int)c->node_id, &p->coll_scale);
+    c->sync(c);
+    const float *src = p->coll_src, scale = p->coll_scale;
+    float *g = c->out[0].data;
+    int64_t lo, hi;
+    slim_split(slim_shape_numel(&c->out[0].shape), c->ith, c->nth, &lo, &hi);
+    for (int64_t i = lo; src && i < hi; i++)
+        g[i] = src[i] * scale;
+}
+
+static slim_status add_coll_step(build *b, int param, bool ready)
+{
+    slim_program *p = b->p;
+    slim_graph *g = b->g;
+    slim_tid t = g->params[param].t;
+    slim__step *s = new_step(p, ready ? SLIM__STEP_BWD : SLIM__STEP_UPDATE, -1);
+    int v = new_views(p, 1);
+    if (!s || v < 0)
+        return oom(b->err);
+    s = &p->steps[p->n_steps - 1];
+    s->fn = ready ? k_grad_ready : k_grad_wait;
+    s->single = ready;
+    s->name = g->params[param].name;
+    s->op = ready ? "allreduce_start" : "allreduce_wait";
+    s->node_id = (uint32_t)param;
+    s->reads_in = ~0u;
+    s->n_in = ready;
+    s->n_out = !ready;
+    if (ready)
+        s->v_in = v;
+    else
+        s->v_out = v;
+    set_view(p, v, (slim_tensor_desc){SLIM_F32, g->tensors[t].d.shape}, p->gbuf[t], NULL);
+    return SLIM_OK;
+}
+
 /* Check that b->opt is an update op (param, grad, its slots, maybe a gradient
  * scale), set p->n_slots and each slot's initial value (its descriptor's
  * constant, or the attribute it names). */
@@ -328,13 +380,25 @@ static slim_status update_op_slots(build *b, float *slot_init)
     return SLIM_OK;
 }
 
-/* Global-norm clipping, after backward: the norm step over the gradients of
- * the deferred parameters, then their updates, each taking its scale. */
-static slim_status add_clipped_updates(build *b)
+/* The updates deferred to after backward: across processes, each after the
+ * wait for its averaged gradient; with global-norm clipping, the norm step
+ * over every gradient (after all the waits) and then the updates, each
+ * taking its scale. */
+static slim_status add_deferred_updates(build *b)
 {
     slim_program *p = b->p;
     slim_graph *g = b->g;
     if (b->n_deferred == 0)
+        return SLIM_OK;
+    bool clip = b->o->clip_gradient_norm > 0;
+    for (int k = 0; k < b->n_deferred; k++) {
+        slim_status st = p->has_coll ? add_coll_step(b, b->deferred[k], false) : SLIM_OK;
+        if (st == SLIM_OK && !clip)
+            st = add_update(b, b->deferred[k]);
+        if (st != SLIM_OK)
+            return st;
+    }
+    if (!clip)
         return SLIM_OK;
     int64_t chunks = 0;
     for (int k = 0; k < b->n_deferred; k++)
@@ -603,7 +667,8 @@ static slim_status find_chains(build *b)
     b->chain_op = slim_registry_find(g->reg, "conv2d_chain");
     if (!b->chain_op || slim__force_ref())
         return SLIM_OK;
-    int *uses = calloc((size_t)nt + 1, sizeof *uses), *writer = malloc(((size_t)nt + 1) * sizeof(int));
+    int *uses = calloc((size_t)nt + 1, sizeof *uses),
+        *writer = malloc(((size_t)nt + 1) * sizeof(int));
     if (!uses || !writer) {
         free(uses);
         free(writer);
@@ -707,7 +772,8 @@ static const char *chain_name(build *b, int n)
     size_t len = 1;
     for (int k = 0; k < 3; k++)
         len += convs[k] >= 0 ? strlen(b->g->nodes[convs[k]].name) + 3 : 0;
-    char *s = malloc(len), **owned = realloc(b->p->owned, (size_t)(b->p->n_owned + 1) * sizeof *owned);
+    char *s = malloc(len),
+         **owned = realloc(b->p->owned, (size_t)(b->p->n_owned + 1) * sizeof *owned);
     if (!s || !owned) {
         free(s);
         if (owned)
@@ -1118,7 +1184,9 @@ static slim_status compile(build *b)
             if (ti->kind != SLIM__T_PARAM || !b->req[t] || b->seen[t] != b->contrib[t])
                 continue;
             b->seen[t]++; /* once, even if the node uses it twice */
-            if (b->opt && o->clip_gradient_norm > 0)
+            if (p->has_coll && b->opt)
+                st = add_coll_step(b, ti->producer, true);
+            if (b->opt && (o->clip_gradient_norm > 0 || p->has_coll))
                 b->deferred[b->n_deferred++] = ti->producer;
             else if (b->opt)
                 st = add_update(b, ti->producer);
@@ -1126,7 +1194,7 @@ static slim_status compile(build *b)
     }
     free(fwd_step);
     if (st == SLIM_OK && b->opt)
-        st = add_clipped_updates(b);
+        st = add_deferred_updates(b);
     if (st != SLIM_OK)
         return st;
     return plan(p, !b->plan_only, err);
@@ -1230,8 +1298,8 @@ static void share_in_place(slim_program *p)
         for (int a = 0; a < n_over; a++) {
             const uint32_t cand = fwd ? r->in_place[a] : r->bwd_in_place[a];
             for (int b = 0; b < n_under && b < 32; b++)
-                if (((cand >> b) & 1u) && merge_in_place(p, st, s, p->view_buf[v_under + b],
-                                                         p->view_buf[v_over + a]))
+                if (((cand >> b) & 1u) &&
+                    merge_in_place(p, st, s, p->view_buf[v_under + b], p->view_buf[v_over + a]))
                     break;
         }
     }
@@ -1364,6 +1432,10 @@ static slim_status compile_program(slim_graph *g, const slim_compile_opts *opts,
     p->g = g;
     p->training = o.training;
     p->nth = o.num_threads ? o.num_threads : 1;
+    if (o.collective && o.training) {
+        p->coll = *o.collective;
+        p->has_coll = p->coll.grad_ready && p->coll.grad_wait;
+    }
     int nt = g->n_tensors, nn = g->n_nodes;
     build b = {.p = p, .g = g, .o = &o, .plan_only = plan_only, .err = err};
     b.needed = calloc((size_t)nn + 1, sizeof(bool));

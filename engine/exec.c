@@ -36,6 +36,13 @@ static void sync_none(const slim_kernel_ctx *c)
     (void)c;
 }
 
+/* Synchronized batch statistics across processes (slim_collective). */
+static void coll_allreduce(const slim_kernel_ctx *c, double *data, int64_t n)
+{
+    const slim_program *p = c->priv;
+    p->coll.allreduce(p->coll.user, data, n);
+}
+
 static void run_steps(void *arg, int ith, int nth)
 {
     slim_program *p = ((run_job *)arg)->p;
@@ -65,6 +72,9 @@ static void run_steps(void *arg, int ith, int nth)
             .host = host,
             .sync = sync_pool,
             .priv = p,
+            .replica = p->coll.replica,
+            .replicas = p->coll.replicas > 1 ? p->coll.replicas : 1,
+            .allreduce = p->coll.allreduce && st->training ? coll_allreduce : NULL,
         };
         if (st->single) {
             if (ith == 0) {

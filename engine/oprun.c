@@ -227,7 +227,17 @@ struct slim__oprun {
     /* NaN stand-ins for what backward does not read, made once and kept (a
      * buffer per call would time page faults in the benchmarks) */
     void *poison[SLIM_MAX_INPUTS + SLIM__MAX_OUTPUTS];
+    int replica, replicas;
+    void (*allreduce)(const slim_kernel_ctx *c, double *data, int64_t n);
 };
+
+void slim__oprun_set_replica(slim__oprun *r, int replica, int replicas,
+                             void (*allreduce)(const slim_kernel_ctx *c, double *data, int64_t n))
+{
+    r->replica = replica;
+    r->replicas = replicas;
+    r->allreduce = allreduce;
+}
 
 static size_t desc_bytes(const slim_tensor_desc *t)
 {
@@ -338,6 +348,9 @@ static void fill_ctx(slim__oprun *r, slim_kernel_ctx *c, slim_tensor *in, slim_t
     c->ws = r->ws;
     c->ws_size = r->inf.ws_bytes;
     c->training = r->training;
+    c->replica = r->replica;
+    c->replicas = r->replicas;
+    c->allreduce = r->allreduce;
     c->seed = seed;
     c->step = step;
     c->node_id = 7;

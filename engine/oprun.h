@@ -19,7 +19,7 @@ typedef struct slim__infer_result {
      * (bit i) it may overwrite; per input, the output gradients its gradient
      * may overwrite */
     uint32_t in_place[SLIM__MAX_OUTPUTS], bwd_in_place[SLIM_MAX_INPUTS];
-    void *params;             /* desc->params_size bytes, malloc'd (NULL when 0) */
+    void *params; /* desc->params_size bytes, malloc'd (NULL when 0) */
 } slim__infer_result;
 
 /* Check arity, run the op's infer, check what it declared. Errors are
@@ -45,6 +45,11 @@ slim_status slim__oprun_new(const slim_registry *reg, const char *op, const slim
 void slim__oprun_free(slim__oprun *r);
 const slim__infer_result *slim__oprun_infer(const slim__oprun *r);
 const slim_op_desc *slim__oprun_desc(const slim__oprun *r);
+/* Run as replica `replica` of `replicas` processes whose kernels meet in
+ * allreduce (slim_kernel_ctx's fields of ABI 1.4; the op harness simulates
+ * processes with threads). */
+void slim__oprun_set_replica(slim__oprun *r, int replica, int replicas,
+                             void (*allreduce)(const slim_kernel_ctx *c, double *data, int64_t n));
 /* in_data[i]: the caller's input buffers (state inputs are written in place). */
 void slim__oprun_forward(slim__oprun *r, void *const *in_data, bool ref, uint64_t seed,
                          int64_t step, float lr);

@@ -80,6 +80,11 @@ struct slim_program {
         const void *data;
     } * bound;
     int n_bound;
+    /* training across processes (slim_compile_opts.collective) */
+    slim_collective coll;
+    bool has_coll;
+    const float *coll_src; /* the gradient the current wait step copies in */
+    float coll_scale;
 };
 
 #endif

@@ -52,13 +52,20 @@ typedef struct bn_params {
 } bn_params;
 
 /*
- * Workspace: per-thread partial sums, nth x (2C) doubles, then per-channel
+ * Workspace: per-thread partial sums, nth x (2C) doubles, the sums of every
+ * process (synchronized statistics), 2C doubles, then per-channel
  * coefficients, 5C floats (forward: mean, scale; backward: mean, a, b, c0
  * and the forward's scale).
  */
 static size_t ws_bytes(int64_t ch, int nth)
 {
-    return (size_t)nth * 2 * (size_t)ch * sizeof(double) + 5 * (size_t)ch * sizeof(float);
+    return ((size_t)nth + 1) * 2 * (size_t)ch * sizeof(double) + 5 * (size_t)ch * sizeof(float);
+}
+
+/* The sums of every process: 2C doubles after the partials. */
+static double *global_sums(const slim_kernel_ctx *c, int64_t ch)
+{
+    return (double *)c->ws + (size_t)c->nth * 2 * (size_t)ch;
 }
 
 /* The forward's scale gamma invstd from invstd as a float (the saved one),
@@ -70,7 +77,7 @@ static inline float bn_scale(float gamma, float invstd)
 
 static float *coef(const slim_kernel_ctx *c, int64_t ch)
 {
-    return (float *)((char *)c->ws + (size_t)c->nth * 2 * (size_t)ch * sizeof(double));
+    return (float *)((char *)c->ws + ((size_t)c->nth + 1) * 2 * (size_t)ch * sizeof(double));
 }
 
 static const slim_attr_spec bn_attrs[] = {
@@ -156,12 +163,16 @@ static slim_status bn_infer(slim_infer_ctx *c)
 /*
  * Batch statistics into coefficients. Sums are taken about row 0 (a shift
  * every thread agrees on) so that sum(d^2) - n mean(d)^2 does not cancel when
- * |mean| >> std; one pass over x instead of two.
+ * |mean| >> std; one pass over x instead of two. Synchronized across
+ * processes (c->allreduce), the shift is the moving mean, which every
+ * process holds the same, and the sums of all the processes' rows are
+ * added up before the statistics are taken from them.
  */
 static void bn_batch_stats(const slim_kernel_ctx *c, const bn_params *p, float *mean, float *scale)
 {
     const float *x = c->in[0].data; /* x: (rows,C) */
     const int64_t C = p->ch;
+    const float *shift = c->allreduce ? c->in[3].data : x;
     double *part = (double *)c->ws + (size_t)c->ith * 2 * (size_t)C; /* this thread's s1, s2 */
     double *s1 = part, *s2 = part + C;
     int64_t lo, hi;
@@ -171,7 +182,7 @@ static void bn_batch_stats(const slim_kernel_ctx *c, const bn_params *p, float *
     for (int64_t r = lo; r < hi; r++) {
         const float *xr = x + r * C;
         for (int64_t j = 0; j < C; j++) {
-            double d = (double)xr[j] - x[j];
+            double d = (double)xr[j] - shift[j];
             s1[j] += d;
             s2[j] += d * d;
         }
@@ -183,8 +194,8 @@ static void bn_batch_stats(const slim_kernel_ctx *c, const bn_params *p, float *
     float *mm = c->in[3].data, *mv = c->in[4].data;
     float *smean = c->saved && c->n_saved > p->saved_mean ? c->saved[p->saved_mean].data : NULL;
     float *sinv = c->saved && c->n_saved > p->saved_invstd ? c->saved[p->saved_invstd].data : NULL;
-    const double n = (double)p->rows;
-    const double bessel = p->var_unbiased && p->rows > 1 ? n / (n - 1) : 1.0;
+    double n = (double)p->rows;
+    double *gs = global_sums(c, C);
     slim_split(C, c->ith, c->nth, &lo, &hi);
     for (int64_t j = lo; j < hi; j++) {
         double t1 = 0, t2 = 0;
@@ -193,11 +204,24 @@ static void bn_batch_stats(const slim_kernel_ctx *c, const bn_params *p, float *
             t1 += pt[j];
             t2 += pt[C + j];
         }
+        gs[j] = t1;
+        gs[C + j] = t2;
+    }
+    if (c->allreduce) {
+        c->sync(c);
+        if (c->ith == 0)
+            c->allreduce(c, gs, 2 * C);
+        c->sync(c);
+        n *= c->replicas > 1 ? c->replicas : 1;
+    }
+    const double bessel = p->var_unbiased && n > 1 ? n / (n - 1) : 1.0;
+    for (int64_t j = lo; j < hi; j++) {
+        double t1 = gs[j], t2 = gs[C + j];
         double md = t1 / n;
         double var = t2 / n - md * md;
         if (var < 0)
             var = 0;
-        double m = x[j] + md;
+        double m = shift[j] + md;
         double inv = 1.0 / sqrt(var + p->eps);
         mean[j] = (float)m;
         scale[j] = bn_scale(gamma[j], (float)inv);
@@ -244,22 +268,35 @@ static void bn_forward(const slim_kernel_ctx *c)
     }
 }
 
+/* Reference: two passes per channel (mean, then the variance about it);
+ * synchronized across processes, each pass's sums of every channel are
+ * added up over the processes first (ws: 2C doubles). */
 static void bn_forward_ref(const slim_kernel_ctx *c)
 {
     const bn_params *p = c->params;
     const int64_t C = p->ch, R = p->rows;
     const float *x = c->in[0].data, *gamma = c->in[1].data, *beta = c->in[2].data;
     float *mm = c->in[3].data, *mv = c->in[4].data, *y = c->out[0].data;
+    double *gs = c->ws, n = (double)R * (c->allreduce && c->replicas > 1 ? c->replicas : 1);
+    for (int pass = 0; p->batch_stats && pass < 2; pass++) {
+        for (int64_t j = 0; j < C; j++) {
+            double s = 0;
+            for (int64_t r = 0; r < R; r++) {
+                double d = pass ? x[r * C + j] - gs[j] : x[r * C + j];
+                s += pass ? d * d : d;
+            }
+            gs[pass * C + j] = s;
+        }
+        if (c->allreduce)
+            c->allreduce(c, gs + pass * C, C);
+        for (int64_t j = 0; !pass && j < C; j++)
+            gs[j] /= n; /* the mean */
+    }
     for (int64_t j = 0; j < C; j++) {
         double m, var;
         if (p->batch_stats) {
-            double s = 0, ss = 0;
-            for (int64_t r = 0; r < R; r++)
-                s += x[r * C + j];
-            m = s / (double)R;
-            for (int64_t r = 0; r < R; r++)
-                ss += (x[r * C + j] - m) * (x[r * C + j] - m);
-            var = ss / (double)R;
+            m = gs[j];
+            var = gs[C + j] / n;
         } else {
             m = mm[j];
             var = mv[j];
@@ -268,7 +305,7 @@ static void bn_forward_ref(const slim_kernel_ctx *c)
         for (int64_t r = 0; r < R; r++)
             y[r * C + j] = act_fwd(p->act, (float)(gamma[j] * (x[r * C + j] - m) * inv + beta[j]));
         if (p->batch_stats) {
-            double unb = R > 1 && p->var_unbiased ? var * (double)R / (double)(R - 1) : var;
+            double unb = n > 1 && p->var_unbiased ? var * n / (n - 1) : var;
             if (c->n_saved > p->saved_invstd) {
                 ((float *)c->saved[p->saved_mean].data)[j] = (float)m;
                 ((float *)c->saved[p->saved_invstd].data)[j] = (float)inv;
@@ -394,8 +431,12 @@ static void bn_backward(const slim_kernel_ctx *c)
     }
     c->sync(c);
 
-    /* Phase 2: combine in thread order; dgamma, dbeta and dx's coefficients. */
-    const double n = (double)p->rows;
+    /* Phase 2: combine in thread order; dgamma, dbeta and dx's coefficients.
+     * With statistics synchronized across processes, dx takes the sums over
+     * every process's rows (dgamma and dbeta stay this process's: the
+     * gradient allreduce averages them). */
+    double n = (double)p->rows;
+    double *gs = global_sums(c, C);
     slim_split(C, c->ith, c->nth, &lo, &hi);
     for (int64_t j = lo; j < hi; j++) {
         double t1 = 0, t2 = 0;
@@ -405,11 +446,23 @@ static void bn_backward(const slim_kernel_ctx *c)
                 t1 += pt[j];
                 t2 += pt[C + j];
             }
-        double inv = ca[j], g = gamma[j];
         if (dbeta)
             dbeta[j] = (float)t1;
         if (dgamma)
-            dgamma[j] = (float)(t2 * inv);
+            dgamma[j] = (float)(t2 * ca[j]);
+        gs[j] = t1;
+        gs[C + j] = t2;
+    }
+    if (c->allreduce && p->batch_stats && dx) {
+        c->sync(c);
+        if (c->ith == 0)
+            c->allreduce(c, gs, 2 * C);
+        c->sync(c);
+        n *= c->replicas > 1 ? c->replicas : 1;
+    }
+    for (int64_t j = lo; j < hi; j++) {
+        double t1 = gs[j], t2 = gs[C + j];
+        double inv = ca[j], g = gamma[j];
         ca[j] = (float)(g * inv);
         cb[j] = p->batch_stats ? (float)(-g * inv * inv * inv * t2 / n) : 0.0f;
         c0[j] = p->batch_stats ? (float)(-g * inv * t1 / n) : 0.0f;
@@ -431,6 +484,8 @@ static void bn_backward(const slim_kernel_ctx *c)
     }
 }
 
+/* Reference: the sums of every channel (over every process's rows for dx
+ * when synchronized; dgamma and dbeta keep this process's), then dx. */
 static void bn_backward_ref(const slim_kernel_ctx *c)
 {
     const bn_params *p = c->params;
@@ -438,6 +493,7 @@ static void bn_backward_ref(const slim_kernel_ctx *c)
     const float *x = c->in[0].data, *gamma = c->in[1].data, *dy = c->dout[0].data;
     const float *y = c->out[0].data; /* for the activation's mask */
     float *dx = c->din[0].data, *dgamma = c->din[1].data, *dbeta = c->din[2].data;
+    double *gs = c->ws, n = (double)R;
     for (int64_t j = 0; j < C; j++) {
         float m, inv;
         bn_stats(c, p, j, &m, &inv);
@@ -451,11 +507,22 @@ static void bn_backward_ref(const slim_kernel_ctx *c)
             dbeta[j] = (float)sdy;
         if (dgamma)
             dgamma[j] = (float)sdyxh;
+        gs[j] = sdy;
+        gs[C + j] = sdyxh;
+    }
+    if (c->allreduce && p->batch_stats && dx) {
+        c->allreduce(c, gs, 2 * C);
+        n *= c->replicas > 1 ? c->replicas : 1;
+    }
+    for (int64_t j = 0; j < C; j++) {
+        float m, inv;
+        bn_stats(c, p, j, &m, &inv);
+        double sdy = gs[j], sdyxh = gs[C + j];
         for (int64_t r = 0; r < R && dx; r++) {
             double d = dy ? act_bwd(p->act, y[r * C + j], dy[r * C + j]) : 0.0;
             if (p->batch_stats) {
                 double xh = (x[r * C + j] - m) * (double)inv;
-                d = d - sdy / (double)R - xh * sdyxh / (double)R;
+                d = d - sdy / n - xh * sdyxh / n;
             }
             dx[r * C + j] = (float)(gamma[j] * (double)inv * d);
         }

@@ -3,6 +3,8 @@
  *
  * Training: y = x * mask / keep_prob with mask[i] = (u_i < keep_prob) and
  *   u_i = slim_rand_uniform(seed, node_id, step * numel + i),
+ * (across processes, i counts in the global batch: each process draws the
+ * mask of its own rows, so N processes draw what one would for N batches),
  * a counter-based draw: the mask depends only on (seed, node, step, element),
  * never on the thread split, so backward recomputes it instead of saving it
  * (no mask buffer between the passes) and every step draws a fresh mask.
@@ -62,7 +64,10 @@ static void dropout_apply(const slim_kernel_ctx *c, const float *x, float *y, in
         return;
     }
     const float kp = p->keep_prob, scale = 1.0f / p->keep_prob;
-    const uint64_t base = (uint64_t)c->step * (uint64_t)p->numel;
+    /* across processes, this one's rows of the global batch */
+    const uint64_t reps = c->replicas > 1 ? (uint64_t)c->replicas : 1;
+    const uint64_t rep = c->replicas > 1 ? (uint64_t)c->replica : 0;
+    const uint64_t base = ((uint64_t)c->step * reps + rep) * (uint64_t)p->numel;
     for (int64_t i = lo; i < hi; i++) {
         float u = slim_rand_uniform(c->seed, c->node_id, base + (uint64_t)i);
         y[i] = u < kp ? x[i] * scale : 0.0f;
@@ -102,7 +107,8 @@ static void dropout_forward_ref(const slim_kernel_ctx *c)
             y[i] = x[i];
             continue;
         }
-        uint64_t counter = (uint64_t)c->step * (uint64_t)p->numel + (uint64_t)i;
+        int64_t reps = c->replicas > 1 ? c->replicas : 1, rep = c->replicas > 1 ? c->replica : 0;
+        uint64_t counter = (uint64_t)(c->step * reps + rep) * (uint64_t)p->numel + (uint64_t)i;
         bool keep = slim_rand_uniform(c->seed, c->node_id, counter) < p->keep_prob;
         y[i] = keep ? x[i] / p->keep_prob : 0.0f;
     }

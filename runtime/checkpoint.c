@@ -132,6 +132,14 @@ slim_status slim__rt_ckpt_save(const char *path, const slim__rt_ckpt_state *s, s
     h.num_threads = s->num_threads;
     h.has_batch_size = true;
     h.batch_size = s->batch_size;
+    h.has_replicas = true;
+    h.replicas = s->replicas > 1 ? s->replicas : 1;
+    if (s->by_file) {
+        h.has_input_by_file = true;
+        h.input_by_file = true;
+        h.n_replica_positions = (size_t)s->n_rpos;
+        h.replica_positions = s->rpos;
+    }
     h.run_config = (char *)s->run_config;
     h.has_n_tensors = true;
     h.n_tensors = n_tensors;
@@ -640,6 +648,15 @@ slim_status slim__rt_ckpt_restore(const char *path, slim__rt_ckpt_state *s, bool
         s->num_classes = h->num_classes;
         s->num_threads = h->num_threads;
         s->batch_size = h->batch_size;
+        s->replicas = h->has_replicas && h->replicas > 1 ? h->replicas : 1;
+        s->by_file = h->has_input_by_file && h->input_by_file;
+        s->n_rpos = 0;
+        s->rpos = NULL;
+        if (resume && s->by_file && h->n_replica_positions % 3 == 0 && h->n_replica_positions < 3u << 20 &&
+            (s->rpos = malloc((h->n_replica_positions + 1) * sizeof *s->rpos))) {
+            memcpy(s->rpos, h->replica_positions, h->n_replica_positions * sizeof *s->rpos);
+            s->n_rpos = (int)h->n_replica_positions;
+        }
     }
     free(done);
     close_reader(&rd);

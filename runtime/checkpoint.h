@@ -22,6 +22,12 @@ typedef struct slim__rt_ckpt_state {
     uint64_t seed;
     const char *model_name, *optimizer, *run_config;
     int num_classes, num_threads, batch_size;
+    int replicas; /* processes, batch_size each (restore: 1 when the file does not say) */
+    /* input shared by file: every process's position, 3 values each (epoch,
+     * index, consumed); restore allocates rpos (the caller frees it) */
+    bool by_file;
+    int n_rpos;
+    int64_t *rpos;
     slim_pipeline_position pos;
     bool has_pos;
     bool has_ema; /* restore: the file had moving averages */

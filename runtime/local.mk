@@ -35,3 +35,13 @@ libslim_core_la_SOURCES += \
 	runtime/session.c runtime/session.h \
 	runtime/train.c runtime/train_loop.c runtime/train_internal.h \
 	runtime/eval.c runtime/profile.c
+# Training across processes: the communicator over MPI when configure found
+# it, else the one-process world (no MPI symbol in the build).
+libslim_core_la_SOURCES += runtime/dist.h runtime/dist_common.c
+if HAVE_MPI
+libslim_core_la_SOURCES += runtime/dist_mpi.c
+EXTRA_DIST += runtime/dist_local.c
+else
+libslim_core_la_SOURCES += runtime/dist_local.c
+EXTRA_DIST += runtime/dist_mpi.c
+endif

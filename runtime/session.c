@@ -47,6 +47,8 @@ slim_status slim__rt_input_open(const slim__rt_input_opts *o, slim__rt_input *in
         in->seed = o->seed;
         in->epoch_examples = o->synthetic_examples > 0 ? o->synthetic_examples : 1024;
         in->num_epochs = o->num_epochs;
+        in->replica = o->replicas > 1 ? o->replica : 0;
+        in->replicas = o->replicas > 1 ? o->replicas : 1;
         size_t px = (size_t)in->h * (size_t)in->w * (size_t)in->c;
         /* bindable as program inputs, as the pipeline's batches (slim__rt_feed) */
         size_t xb = ((size_t)in->n * px * sizeof(float) + 63) / 64 * 64;
@@ -80,6 +82,9 @@ slim_status slim__rt_input_open(const slim__rt_input_opts *o, slim__rt_input *in
     po.on_error = o->skip_damaged ? SLIM_ON_ERROR_SKIP : SLIM_ON_ERROR_FAIL;
     po.trace = o->trace;
     po.trace_user = o->trace_user;
+    po.replica = o->replica;
+    po.replicas = o->replicas;
+    po.replica_by_file = o->replica_by_file;
     slim_status st = slim_pipeline_new(&po, &in->pipe, err);
     if (st)
         return st;
@@ -108,12 +113,14 @@ slim_status slim__rt_input_next(slim__rt_input *in, const float **x, const int32
         return SLIM_OK;
     }
     size_t px = (size_t)in->h * (size_t)in->w * (size_t)in->c;
-    bi->epoch = in->consumed / in->epoch_examples;
-    bi->index = in->consumed % in->epoch_examples;
+    /* across processes, this one's rows of the global batch */
+    int64_t first = in->consumed + (int64_t)in->replica * in->n;
+    bi->epoch = first / in->epoch_examples;
+    bi->index = first % in->epoch_examples;
     bi->consumed = in->consumed;
     int valid = 0;
     for (int b = 0; b < in->n; b++) {
-        int64_t g = in->consumed + b;
+        int64_t g = first + b;
         if (g < total) {
             synth_example(in, g % in->epoch_examples, in->x + (size_t)b * px, &in->y[b]);
             valid++;
@@ -122,7 +129,8 @@ slim_status slim__rt_input_next(slim__rt_input *in, const float **x, const int32
             in->y[b] = 0;
         }
     }
-    in->consumed += valid;
+    int64_t step = (int64_t)in->n * in->replicas;
+    in->consumed = in->consumed + step < total ? in->consumed + step : total;
     bi->n_valid = valid;
     *x = in->x;
     *y = in->y;

@@ -24,6 +24,8 @@ typedef struct slim__rt_input_opts {
     bool skip_damaged;
     slim_pipeline_trace_fn trace;
     void *trace_user;
+    int replica, replicas; /* training across processes: this one's share (slim_pipeline_opts) */
+    bool replica_by_file;
 } slim__rt_input_opts;
 
 typedef struct slim__rt_input {
@@ -32,7 +34,8 @@ typedef struct slim__rt_input {
     bool synthetic;
     int n, h, w, c, classes;
     uint64_t seed;
-    int64_t epoch_examples, consumed, num_epochs;
+    int64_t epoch_examples, consumed, num_epochs; /* consumed: by every replica */
+    int replica, replicas;
     float *x;
     int32_t *y;
     double wait_total;

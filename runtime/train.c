@@ -58,16 +58,28 @@ void slim_train_config_init(slim_train_config *c)
     c->log_every_n_steps = 10;
     c->save_summaries_secs = 600;
     c->trace_steps = 50;
+    c->collective_timeout = 300;
+    c->replica_check_steps = 100;
+}
+
+static int msg_rank;
+static char msg_name[160];
+
+void slim__rt_msg_rank(int rank, const char *name)
+{
+    msg_rank = rank;
+    snprintf(msg_name, sizeof msg_name, "%s", name ? name : "");
 }
 
 void slim__rt_msg(slim_train_message_fn fn, void *user, int level, const char *fmt, ...)
 {
-    if (!fn)
+    if (!fn || (msg_rank > 0 && level > SLIM_LOG_WARN))
         return;
     char buf[2048];
+    int at = msg_rank > 0 ? snprintf(buf, sizeof buf, "%s: ", msg_name) : 0;
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(buf, sizeof buf, fmt, ap);
+    vsnprintf(buf + at, sizeof buf - (size_t)at, fmt, ap);
     va_end(ap);
     fn(level, buf, user);
 }
@@ -149,6 +161,97 @@ static slim_status freeze_state(slim__rt_trainer *t, slim_error *err)
     return SLIM_OK;
 }
 
+/* Across processes, how they share the input (--input_sharding), and where
+ * this process starts: a checkpoint shared the same way by as many processes
+ * gives each its own position; otherwise by record the stream goes on from
+ * the global position, and by file (or from a by-file checkpoint) the
+ * oldest epoch among the saved positions starts over. */
+static slim_status input_share(slim__rt_trainer *t, slim_pipeline_position *pos, bool *have_pos,
+                               slim_error *err)
+{
+    const slim_train_config *c = t->c;
+    const char *how = c->input_sharding ? c->input_sharding : "auto";
+    int files = 0;
+    if (t->desc.ds)
+        files = slim_dataset_get_info(t->desc.ds)->n_files;
+    if (!strcmp(how, "file"))
+        t->by_file = true;
+    else if (!strcmp(how, "auto"))
+        t->by_file = !c->synthetic && files >= 8 * t->size;
+    else if (strcmp(how, "record"))
+        return slim__error(err, SLIM_EINVAL, "--input_sharding=%s: expected auto, record or file",
+                           how);
+    t->by_file &= t->size > 1; /* alone, there is nothing to share */
+    if (t->by_file && c->synthetic)
+        return slim__error(err, SLIM_EINVAL,
+                           "--input_sharding=file: synthetic data has no files; share by record");
+    if (t->size > 1)
+        slim__rt_msg(c->on_message, c->user, SLIM_LOG_INFO,
+                     "input shared by %s across the %d processes%s", t->by_file ? "file" : "record",
+                     t->size,
+                     t->by_file ? " (each reads its own files, in its own order)"
+                                : " (together they read the batches one process would)");
+    if (!*have_pos)
+        return SLIM_OK;
+    bool own = t->by_file && t->ck_by_file && t->ck_n_rpos == 3 * t->size;
+    if (own) {
+        const int64_t *r = t->ck_rpos + 3 * t->rank;
+        *pos = (slim_pipeline_position){.epoch = r[0], .index = r[1], .consumed = r[2]};
+    } else if (t->by_file || t->ck_by_file) {
+        int64_t epoch = pos->epoch;
+        for (int k = 0; k < t->ck_n_rpos; k += 3)
+            epoch = t->ck_rpos[k] < epoch ? t->ck_rpos[k] : epoch;
+        slim__rt_msg(c->on_message, c->user, SLIM_LOG_WARN,
+                     "the checkpoint's input was shared by %s across %d process%s, this run's "
+                     "by %s across %d: epoch %lld of the input starts over",
+                     t->ck_by_file ? "file" : "record", t->ck_by_file ? t->ck_n_rpos / 3 : 1,
+                     t->ck_n_rpos / 3 > 1 ? "es" : "", t->by_file ? "file" : "record", t->size,
+                     (long long)epoch);
+        *pos = (slim_pipeline_position){.epoch = epoch,
+                                        .consumed = t->by_file ? 0 : t->step * t->global_batch};
+    }
+    return SLIM_OK;
+}
+
+/* Across processes: rank 0's state after resuming or fine-tuning (the
+ * parameters, optimizer slots, moving averages, the step and the input
+ * position) goes to every rank, so that all start from the same weights
+ * whatever file system each of them sees. */
+static slim_status share_state(slim__rt_trainer *t, slim_pipeline_position *pos, bool *have_pos,
+                               slim_error *err)
+{
+    int64_t h[7] = {t->step,   pos->epoch,    pos->index,  pos->consumed,
+                    *have_pos, t->ck_by_file, t->ck_n_rpos};
+    slim_status st = slim__dist_bcast(t->dist, h, sizeof h, "sharing the starting step", err);
+    t->step = t->start_step = h[0];
+    *pos = (slim_pipeline_position){.epoch = h[1], .index = h[2], .consumed = h[3]};
+    *have_pos = h[4] != 0;
+    t->ck_by_file = h[5] != 0;
+    t->ck_n_rpos = (int)h[6];
+    if (!st && t->ck_n_rpos > 0 && t->rank != 0 &&
+        !(t->ck_rpos = malloc((size_t)t->ck_n_rpos * sizeof *t->ck_rpos)))
+        st = slim__error(err, SLIM_ENOMEM, "out of memory");
+    if (!st && t->ck_n_rpos > 0)
+        st = slim__dist_bcast(t->dist, t->ck_rpos, (size_t)t->ck_n_rpos * sizeof *t->ck_rpos,
+                              "sharing the input positions", err);
+    int np = slim_graph_param_count(t->g);
+    for (int i = 0; i < np && !st; i++) {
+        const char *name;
+        slim_tensor v, sv;
+        unsigned fl;
+        slim_graph_param_at(t->g, i, &name, &v, &fl);
+        size_t bytes = (size_t)slim_shape_numel(&v.shape) * slim_dtype_size(v.dtype);
+        st = slim__dist_bcast(t->dist, v.data, bytes, "sharing the initial weights", err);
+        for (int k = 0; !st && k < t->opt.n_slots; k++)
+            if (slim_program_slot(t->train, name, k, &sv, NULL) == SLIM_OK)
+                st = slim__dist_bcast(t->dist, sv.data, bytes, "sharing the optimizer slots", err);
+        if (!st && t->has_ema)
+            st =
+                slim__dist_bcast(t->dist, t->ema.avg[i], bytes, "sharing the moving averages", err);
+    }
+    return st;
+}
+
 slim_status slim__rt_trainer_setup(slim__rt_trainer *t, const slim_train_config *c,
                                    bool for_profile, slim_error *err)
 {
@@ -162,7 +265,25 @@ slim_status slim__rt_trainer_setup(slim__rt_trainer *t, const slim_train_config 
         return slim__error(err, SLIM_EINVAL,
                            "--train_dir is required (checkpoints, metrics and "
                            "event files go there)");
-    if (!for_profile && (st = slim__rt_mkdirs(c->train_dir, err)))
+    /* the other processes, when a launcher started several */
+    t->size = 1;
+    if (!for_profile) {
+        slim__dist_opts dopt = {.timeout = c->collective_timeout,
+                                .bucket_bytes = (size_t)(c->allreduce_bucket_mb * 1e6),
+                                .no_overlap = c->no_overlap,
+                                .sync_batch_norm = c->sync_batch_norm,
+                                .trace = c->trace_path != NULL};
+        if (c->allreduce_bucket_mb < 0)
+            return slim__error(err, SLIM_EINVAL, "--allreduce_bucket_mb must be >= 0");
+        if ((st = slim__dist_open(&dopt, &t->dist, err)))
+            return st;
+        t->rank = slim__dist_rank(t->dist);
+        t->size = slim__dist_size(t->dist);
+        if (t->size > 1)
+            slim__rt_msg_rank(t->rank, slim__dist_name(t->dist));
+    }
+    t->global_batch = (int64_t)c->batch_size * t->size;
+    if (!for_profile && t->rank == 0 && (st = slim__rt_mkdirs(c->train_dir, err)))
         return st;
 
     /* the data's description: classes and epoch size */
@@ -233,6 +354,10 @@ slim_status slim__rt_trainer_setup(slim__rt_trainer *t, const slim_train_config 
         .trainable_scopes = c->trainable_scopes,
         .clip_gradient_norm = (float)c->clip_gradient_norm,
     };
+    if (t->size > 1) {
+        slim__dist_collective(t->dist, &t->coll);
+        co.collective = &t->coll;
+    }
     st = slim_graph_compile(t->g, &co, &t->train, err);
     if (st) {
         slim__error_prefix(err, "compiling %s for training: ", mi->name);
@@ -243,6 +368,7 @@ slim_status slim__rt_trainer_setup(slim__rt_trainer *t, const slim_train_config 
         co.optimizer = NULL;
         co.optimizer_attrs = NULL;
         co.clip_gradient_norm = 0;
+        co.collective = NULL;
         st = slim_graph_compile(t->g, &co, &t->eval, err);
         if (st) {
             slim__error_prefix(err, "compiling %s for evaluation: ", mi->name);
@@ -263,10 +389,10 @@ slim_status slim__rt_trainer_setup(slim__rt_trainer *t, const slim_train_config 
         t->has_ema = true;
     }
 
-    /* resume, or fine-tune */
+    /* resume, or fine-tune (rank 0, which then hands the state to the others) */
     slim_pipeline_position pos = {0};
     bool have_pos = false;
-    if (!for_profile) {
+    if (!for_profile && t->rank == 0) {
         char latest[1024], skipped[2048];
         slim_error e2 = {0};
         st = slim_checkpoint_latest(c->train_dir, latest, sizeof latest, skipped, sizeof skipped,
@@ -298,17 +424,21 @@ slim_status slim__rt_trainer_setup(slim__rt_trainer *t, const slim_train_config 
             t->start_step = s.global_step;
             pos = s.pos;
             have_pos = s.has_pos;
+            t->ck_by_file = s.by_file;
+            t->ck_n_rpos = s.n_rpos;
+            t->ck_rpos = s.rpos;
             slim__rt_msg(c->on_message, c->user, SLIM_LOG_INFO,
                          "resuming from %s (step %lld, %lld examples seen)", latest,
                          (long long)s.global_step, (long long)s.pos.consumed);
             if (s.seed != c->seed || s.num_threads != t->model_threads ||
-                s.batch_size != c->batch_size)
+                s.batch_size != c->batch_size || s.replicas != t->size)
                 slim__rt_msg(c->on_message, c->user, SLIM_LOG_WARN,
                              "the checkpoint was written with seed %llu, %d model threads, batch "
-                             "%d; this run uses seed %llu, %d, %d: it will not repeat the earlier "
-                             "run bit for bit",
-                             (unsigned long long)s.seed, s.num_threads, s.batch_size,
-                             (unsigned long long)c->seed, t->model_threads, c->batch_size);
+                             "%d x %d process%s; this run uses seed %llu, %d, %d x %d: it will not "
+                             "repeat the earlier run bit for bit",
+                             (unsigned long long)s.seed, s.num_threads, s.batch_size, s.replicas,
+                             s.replicas > 1 ? "es" : "", (unsigned long long)c->seed,
+                             t->model_threads, c->batch_size, t->size);
             if (c->checkpoint_path)
                 slim__rt_msg(c->on_message, c->user, SLIM_LOG_INFO,
                              "ignoring --checkpoint_path because a checkpoint already exists in %s",
@@ -360,6 +490,11 @@ slim_status slim__rt_trainer_setup(slim__rt_trainer *t, const slim_train_config 
         }
     }
 
+    if (t->size > 1 && (st = share_state(t, &pos, &have_pos, err)))
+        return st;
+    if (!for_profile && (st = input_share(t, &pos, &have_pos, err)))
+        return st;
+
     /* frozen layers keep their batch-norm statistics */
     if (c->trainable_scopes && c->trainable_scopes[0] && (st = freeze_state(t, err)))
         return st;
@@ -385,10 +520,13 @@ slim_status slim__rt_trainer_setup(slim__rt_trainer *t, const slim_train_config 
         .synthetic_examples = c->synthetic_examples,
         .num_classes = classes,
         .skip_damaged = c->skip_damaged,
-        .trace = c->trace_path ? trace_input : NULL,
+        .trace = c->trace_path && t->rank == 0 ? trace_input : NULL,
         .trace_user = t,
+        .replica = t->rank,
+        .replicas = t->size,
+        .replica_by_file = t->by_file,
     };
-    if (c->trace_path) {
+    if (c->trace_path && t->rank == 0) {
         t->trace = slim__rt_trace_new(2000000);
         t->tracing = true;
     }
@@ -402,7 +540,7 @@ slim_status slim__rt_trainer_setup(slim__rt_trainer *t, const slim_train_config 
         t->epoch_examples = t->desc.num_examples;
 
     /* labels.txt beside the checkpoints, for slimrun predict */
-    if (!for_profile && t->desc.label_names) {
+    if (!for_profile && t->rank == 0 && t->desc.label_names) {
         char lp[1200];
         snprintf(lp, sizeof lp, "%s/labels.txt", c->train_dir);
         FILE *lf = access(lp, F_OK) == 0 ? NULL : fopen(lp, "w");
@@ -421,9 +559,13 @@ slim_status slim__rt_trainer_setup(slim__rt_trainer *t, const slim_train_config 
             return slim__error(err, SLIM_EINVAL,
                                "--num_epochs needs the epoch size, which this data does not "
                                "give: use --max_number_of_steps");
-        t->max_steps = (int64_t)ceil(c->num_epochs * (double)t->epoch_examples / c->batch_size);
+        t->max_steps =
+            (int64_t)ceil(c->num_epochs * (double)t->epoch_examples / (double)t->global_batch);
     }
-    st = slim__rt_lr_schedule_init(&t->lr, c, t->epoch_examples, t->max_steps, err);
+    /* epochs count global steps of the global batch */
+    slim_train_config cg = *c;
+    cg.batch_size = (int)t->global_batch;
+    st = slim__rt_lr_schedule_init(&t->lr, &cg, t->epoch_examples, t->max_steps, err);
     if (st)
         return st;
     if (t->trace) {
@@ -444,6 +586,10 @@ slim_status slim__rt_trainer_setup(slim__rt_trainer *t, const slim_train_config 
 
 void slim__rt_trainer_fini(slim__rt_trainer *t)
 {
+    free(t->ck_rpos);
+    if (t->size > 1)
+        slim__rt_msg_rank(0, NULL);
+    slim__dist_close(t->dist, t->failed);
     slim__rt_input_close(&t->in);
     slim_program_free(t->train);
     slim_program_free(t->eval);
@@ -483,7 +629,11 @@ slim_status slim__rt_trainer_step(slim__rt_trainer *t, slim__rt_step_stats *ss, 
     double t1 = slim__rt_now();
     double lr = slim__rt_lr_at(&t->lr, t->step);
     slim_run_opts ro = {.learning_rate = (float)lr, .step = t->step, .seed = c->seed};
+    if (t->dist) /* the step it runs, as the progress lines count: 1 is the first */
+        slim__dist_set_step(t->dist, t->step + 1);
     st = slim_program_run(t->train, &ro, err);
+    if (!st && t->size > 1)
+        st = slim__dist_check(t->dist, err); /* the program's allreduces */
     if (st)
         return st;
     double t2 = slim__rt_now();

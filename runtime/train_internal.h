@@ -3,6 +3,7 @@
 #ifndef SLIM_RUNTIME_TRAIN_INTERNAL_H
 #define SLIM_RUNTIME_TRAIN_INTERNAL_H
 
+#include "runtime/dist.h"
 #include "runtime/report.h"
 #include "runtime/schedule.h"
 #include "runtime/session.h"
@@ -33,6 +34,17 @@ typedef struct slim__rt_trainer {
     bool metrics_failing, events_failing; /* warned about, until a write succeeds */
     slim__rt_trace *trace;
     bool tracing; /* read by input workers (atomic loads) */
+    /* across processes (runtime/dist.h): rank 0 alone writes and prints */
+    slim__dist *dist; /* NULL when profiling */
+    int rank, size;
+    int64_t global_batch; /* batch_size x size */
+    slim_collective coll;
+    bool failed;  /* the run ended in an error: no goodbye to the other processes */
+    bool by_file; /* the processes share the input by file, not by record */
+    /* set-up: the resumed checkpoint's input sharing and positions (rank 0's, then everyone's) */
+    bool ck_by_file;
+    int ck_n_rpos;
+    int64_t *ck_rpos;
 } slim__rt_trainer;
 
 typedef struct slim__rt_step_stats {
@@ -40,7 +52,7 @@ typedef struct slim__rt_step_stats {
     double grad_norm; /* global gradient norm before clipping; NaN without clipping */
     double wait;      /* blocked waiting for the batch */
     double input;     /* getting and feeding the batch */
-    double run;       /* the program */
+    double run;       /* the program (with its waits for the gradient allreduces) */
     double total;
     double t_begin, t_run, t_end;
     int n_valid;
@@ -58,6 +70,9 @@ void slim__rt_msg(slim_train_message_fn fn, void *user, int level, const char *f
  * (the rows are dropped until one succeeds), a note when it works again. */
 void slim__rt_report_write(slim_train_message_fn fn, void *user, bool *failing, slim_status st,
                            const slim_error *e);
+/* Across processes, rank > 0 passes on warnings and errors only, prefixed
+ * with its name (rank 0 prints the run's notices). 0 = this process alone. */
+void slim__rt_msg_rank(int rank, const char *name);
 slim_status slim__rt_mkdirs(const char *path, slim_error *err);
 
 #endif

@@ -8,6 +8,10 @@
 /* ---- signals ------------------------------------------------------------------ */
 
 volatile int slim_cli_stop;
+volatile int64_t slim_cli_last_step = -1;
+static char stop_msg[200] = "\nslimrun: stopping after this step (a checkpoint is saved); "
+                            "send the signal again to quit at once\n";
+static char stop_who[64]; /* across processes: "slimrun (rank 1 of 4" */
 
 static void on_signal(int sig)
 {
@@ -17,14 +21,33 @@ static void on_signal(int sig)
         return;
     }
     slim_cli_stop = sig;
-    static const char msg[] = "\nslimrun: stopping after this step (a checkpoint is saved); "
-                              "send the signal again to quit at once\n";
-    ssize_t w = write(2, msg, sizeof msg - 1);
+    if (stop_who[0]) { /* "..., in step N)" in async-signal-safe pieces */
+        char num[24], *p = num + sizeof num;
+        int64_t v = slim_cli_last_step + 1;
+        *--p = 0;
+        do
+            *--p = (char)('0' + v % 10);
+        while ((v /= 10) > 0 && p > num);
+        ssize_t w = write(2, stop_who, strlen(stop_who));
+        w = write(2, ", in step ", 10);
+        w = write(2, p, strlen(p));
+        w = write(2, ")", 1);
+        (void)w;
+    }
+    ssize_t w = write(2, stop_msg, strlen(stop_msg));
     (void)w;
 }
 
 void slim_cli_signals(void)
 {
+    int size, rank = slim_dist_launcher_rank(&size);
+    if (rank >= 0 && size > 1) { /* every process stops after the same step */
+        snprintf(stop_who, sizeof stop_who, "\nslimrun (rank %d of %d", rank, size);
+        snprintf(stop_msg, sizeof stop_msg,
+                 ": stopping after this step, all %d processes (rank 0 saves a checkpoint); send "
+                 "the signal again to quit at once\n",
+                 size);
+    }
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_signal;

@@ -17,6 +17,8 @@
 extern volatile int slim_cli_stop;
 /* Catch SIGINT/SIGTERM (the second one quits at once); ignore SIGXFSZ. */
 void slim_cli_signals(void);
+/* The last step done (training sets it): the stop message names the next. */
+extern volatile int64_t slim_cli_last_step;
 
 /* ---- output on stderr/stdout (cli.c) ------------------------------------------ */
 

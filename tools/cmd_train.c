@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 extern const slim_command slim_cmd_train;
 
@@ -21,11 +22,15 @@ static void on_progress(const slim_train_progress *p, void *user)
     char norm[48] = "";
     if (!isnan(p->grad_norm))
         snprintf(norm, sizeof norm, "  grad norm %.4g", p->grad_norm);
+    char comm[64] = "";
+    if (p->processes > 1)
+        snprintf(comm, sizeof comm, " (%d processes)  comm wait %.0f%%", p->processes,
+                 100 * p->comm_wait);
     char line[512];
     snprintf(line, sizeof line,
-             "step %s  epoch %.2f  loss %.4f  accuracy %.3f%s  lr %.4g  %.0f images/s  "
+             "step %s  epoch %.2f  loss %.4f  accuracy %.3f%s  lr %.4g  %.0f images/s%s  "
              "input wait %.0f%%  ETA %s",
-             steps, p->epoch, p->loss, p->accuracy, norm, p->learning_rate, p->images_per_sec,
+             steps, p->epoch, p->loss, p->accuracy, norm, p->learning_rate, p->images_per_sec, comm,
              100 * p->input_wait, eta);
     slim_cli_status_line(line);
 }
@@ -152,14 +157,36 @@ static const flag_def train_flags[] = {
     {"save_summaries_secs", FLAG_DBL, T(save_summaries_secs), 0, ""},
     {"steps", FLAG_INT, offsetof(slim_cli_train_args, steps), 0, ""},
     {"warmup", FLAG_INT, offsetof(slim_cli_train_args, warmup), 0, ""},
-    NOTE("num_clones", "ignored: one process uses every core through --num_threads"),
+    SECTION("across processes:"), /* mpirun; README: Training on several machines */
+    {"collective_timeout", FLAG_DBL, T(collective_timeout), 0,
+     "seconds to wait for the other processes before stopping with an error (300)"},
+    {"allreduce_bucket_mb", FLAG_DBL, T(allreduce_bucket_mb), 0,
+     "gradients per allreduce, in MB (8)"},
+    {"no_overlap", FLAG_BOOL, T(no_overlap), 0,
+     "allreduce the gradients after backward, not during it (measurements)"},
+    {"sync_batch_norm", FLAG_BOOL, T(sync_batch_norm), 0,
+     "batch norm statistics over the global batch (default: each process's own)"},
+    {"replica_check_steps", FLAG_I64, T(replica_check_steps), 0,
+     "check every N steps that every process holds the same weights (100; 0 = never)"},
+    {"input_sharding", FLAG_STR, T(input_sharding), 0,
+     "record (the batches one process would read), file (each its own files) or auto (file "
+     "with 8 files per process)"},
+    /* TF-Slim's distribution flags: what they become here (a note each) */
+    NOTE("num_clones", "clones are processes here: mpirun -np N slimrun train ... trains N "
+                       "replicas of --batch_size each, as N clones would; one process uses its "
+                       "cores through --num_threads"),
     NOTE("clone_on_cpu", "ignored: slim runs on the CPU"),
-    NOTE("worker_replicas", "ignored: distributed training is not built in yet"),
-    NOTE("num_ps_tasks", "ignored: distributed training is not built in yet"),
-    NOTE("task", "ignored: distributed training is not built in yet"),
-    NOTE("master", "ignored: distributed training is not built in yet"),
-    NOTE("sync_replicas", "ignored: distributed training is not built in yet"),
-    NOTE("replicas_to_aggregate", "ignored: distributed training is not built in yet"),
+    NOTE("worker_replicas", "the workers are mpirun's processes (mpirun -np N --host a,b,...); "
+                            "slim counts them itself"),
+    NOTE("num_ps_tasks", "no parameter servers: every process holds the whole model and the "
+                         "gradients are averaged by allreduce"),
+    NOTE("task", "each process's rank comes from mpirun; rank 0 is the chief (checkpoints, "
+                 "summaries, the console)"),
+    NOTE("master", "no master to name: mpirun starts and connects the processes"),
+    NOTE("sync_replicas", "training across processes is always synchronous: every step "
+                          "averages the gradients of all of them"),
+    NOTE("replicas_to_aggregate", "every process's gradients count at every step (no backup "
+                                  "workers)"),
     NOTE("quantize_delay", "ignored: quantized training is not supported"),
 };
 #define N_TRAIN_FLAGS ((int)(sizeof train_flags / sizeof train_flags[0]))
@@ -171,16 +198,25 @@ static const char train_usage[] =
     "stops after the current step with a checkpoint.";
 
 /* SLIM_TEST_CRASH_AFTER_STEP=N kills the process right after step N (crash
- * tests); SLIM_TEST_STOP_AFTER_STEP=N sends it SIGTERM there (graceful stop). */
-static int64_t crash_after = -1, stop_after = -1;
+ * tests); SLIM_TEST_STOP_AFTER_STEP=N sends it SIGTERM there (graceful stop);
+ * SLIM_TEST_HANG_AFTER_STEP=N stops it (SIGSTOP: a process that hangs);
+ * SLIM_TEST_SLOW_AFTER_STEP=N:S sleeps S seconds there (a straggler);
+ * SLIM_TEST_RANK=R: only in the process of that rank (under mpirun). */
+static int64_t crash_after = -1, stop_after = -1, hang_after = -1, slow_after = -1;
+static unsigned slow_secs;
 
 static void on_step(int64_t step, void *user)
 {
     (void)user;
+    slim_cli_last_step = step;
     if (step == crash_after)
         raise(SIGKILL);
     if (step == stop_after)
         raise(SIGTERM);
+    if (step == hang_after)
+        raise(SIGSTOP);
+    if (step == slow_after)
+        sleep(slow_secs);
 }
 
 int slim_cli_train_args_parse(slim_cli_train_args *ta, const char *cmd, const char *usage,
@@ -212,8 +248,11 @@ int slim_cli_train_args_parse(slim_cli_train_args *ta, const char *cmd, const ch
                 fr->pos[0]);
         return 2;
     }
-    if (fr->notes[0])
-        fprintf(stderr, "note: %s\n", fr->notes);
+    int n_proc, rank = slim_dist_launcher_rank(&n_proc);
+    if (fr->notes[0] && rank <= 0)
+        fprintf(stderr, "note: %s\nnote: this run has %d process%s%s\n", fr->notes, n_proc,
+                n_proc > 1 ? "es" : "",
+                n_proc > 1 ? "" : " (mpirun -np N starts N; README: Training on several machines)");
     slim_train_config *c = &ta->c;
     if (ta->on_error && strcmp(ta->on_error, "fail") && strcmp(ta->on_error, "skip")) {
         fprintf(stderr, "slimrun %s: --on_error=%s: expected fail or skip\n", cmd, ta->on_error);
@@ -228,9 +267,18 @@ int slim_cli_train_args_parse(slim_cli_train_args *ta, const char *cmd, const ch
     c->stop = &slim_cli_stop;
     c->on_step = on_step;
     const char *ca = getenv("SLIM_TEST_CRASH_AFTER_STEP"),
-               *sa = getenv("SLIM_TEST_STOP_AFTER_STEP");
-    crash_after = ca ? atoll(ca) : -1;
-    stop_after = sa ? atoll(sa) : -1;
+               *sa = getenv("SLIM_TEST_STOP_AFTER_STEP"), *tr = getenv("SLIM_TEST_RANK");
+    if (!tr || atoi(tr) == (rank < 0 ? 0 : rank)) {
+        const char *ha = getenv("SLIM_TEST_HANG_AFTER_STEP"),
+                   *sl = getenv("SLIM_TEST_SLOW_AFTER_STEP"); /* "N:SECONDS" */
+        crash_after = ca ? atoll(ca) : -1;
+        stop_after = sa ? atoll(sa) : -1;
+        hang_after = ha ? atoll(ha) : -1;
+        if (sl && strchr(sl, ':')) {
+            slow_after = atoll(sl);
+            slow_secs = (unsigned)atoi(strchr(sl, ':') + 1);
+        }
+    }
     slim_cli_signals();
     return -1;
 }
@@ -249,6 +297,7 @@ int slim_cli_train(int argc, char **argv, int first, char **pre, int pre_n,
     slim_error e = {0};
     slim_train_result res;
     slim_status st = slim_train(c, &res, &e);
+    slim_dist_finalize(); /* across processes: the goodbye (skipped after a failure) */
     slim_cli_end_line();
     if (res.skipped)
         fprintf(stderr,
@@ -259,6 +308,9 @@ int slim_cli_train(int argc, char **argv, int first, char **pre, int pre_n,
         fprintf(stderr, "slimrun train: %s\n", e.msg);
         return 1;
     }
+    int n_proc;
+    if (slim_dist_launcher_rank(&n_proc) > 0) /* rank 0 says how it went */
+        return res.interrupted ? 128 + (slim_cli_stop ? slim_cli_stop : SIGINT) : 0;
     if (res.interrupted) {
         fprintf(stderr, "stopped at step %lld; %s. Run the same command again to resume.\n",
                 (long long)res.global_step,

@@ -178,8 +178,9 @@ int flags_parse(const flag_def *defs, int n_defs, void *base, int argc, char **a
             return 2;
         }
         if (!value) {
-            if (d->type == FLAG_BOOL)
-                value = "true";
+            if (d->type == FLAG_BOOL ||
+                (d->type == FLAG_NOTE && (i + 1 >= argc || !strncmp(argv[i + 1], "--", 2))))
+                value = "true"; /* TF-Slim's boolean flags noted here (--sync_replicas) */
             else if (i + 1 < argc)
                 value = argv[++i];
             else {

@@ -253,6 +253,19 @@ typedef struct slim_pipeline_opts {
     /* Called from worker threads for every timed stage (NULL = none). */
     slim_pipeline_trace_fn trace;
     void *trace_user;
+    /* Data-parallel training (0 and 0 or 1 = alone): the run's one stream of
+     * examples is cut into blocks of batch_size, and this process takes
+     * blocks replica, replica + replicas, ...: its batches are rows
+     * [replica * N, (replica + 1) * N) of the batches of replicas * N that one
+     * process would make (shuffle_buffer defaults to 20 such batches), so the
+     * processes together read each example once per epoch, in the same
+     * order. Positions (consumed) count the whole stream. */
+    int replica, replicas;
+    /* With replicas: share by file instead (each epoch's shuffled files i
+     * with i % replicas == replica): each process reads only its own
+     * files, in an order of its own; positions count its own examples.
+     * Needs at least as many files as replicas. */
+    bool replica_by_file;
 } slim_pipeline_opts;
 
 typedef struct slim_batch_info {
@@ -289,7 +302,7 @@ typedef struct slim_pipeline_stats {
 typedef struct slim_pipeline_position {
     int64_t epoch;    /* epoch of the next example to hand out */
     int64_t index;    /* its index within the epoch */
-    int64_t consumed; /* examples handed out, all epochs */
+    int64_t consumed; /* examples handed out, all epochs (with replicas: by all of them) */
 } slim_pipeline_position;
 
 typedef struct slim_pipeline slim_pipeline;

@@ -26,9 +26,10 @@ extern "C" {
 /* The ABI version: major changes break plugins, minor ones only append. */
 #define SLIM_ABI_MAJOR 1
 #define SLIM_ABI_MINOR                                                                             \
-    3 /* 1.1: slim_op_desc.slots, n_slots (update ops' slots);                                     \
+    4 /* 1.1: slim_op_desc.slots, n_slots (update ops' slots);                                     \
          1.2: slim_infer_ctx.set_backward_reads;                                                   \
-         1.3: slim_infer_ctx.set_in_place, set_backward_in_place */
+         1.3: slim_infer_ctx.set_in_place, set_backward_in_place;                                  \
+         1.4: slim_kernel_ctx.replica, replicas, allreduce (data-parallel training) */
 
 #if defined(__GNUC__)
 #define SLIM_EXPORT __attribute__((visibility("default")))
@@ -259,6 +260,15 @@ struct slim_kernel_ctx {
     const slim_host *host;
     void (*sync)(const slim_kernel_ctx *c);
     void *priv; /* the engine's */
+    /* Since ABI 1.4, training across processes: this process's batch is rows
+     * [replica * N, (replica + 1) * N) of a global batch of replicas * N
+     * (replica 0 of 1 alone; replicas may read 0 there too). */
+    int replica, replicas;
+    /* Since ABI 1.4: NULL unless batch statistics are shared across the
+     * processes (synchronized batch norm); then it sums n doubles
+     * elementwise over every process, in place. Thread 0 alone calls it,
+     * between two syncs. */
+    void (*allreduce)(const slim_kernel_ctx *c, double *data, int64_t n);
 };
 
 typedef void (*slim_kernel_fn)(const slim_kernel_ctx *c);

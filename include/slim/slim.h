@@ -150,6 +150,30 @@ SLIM_EXPORT slim_status slim_graph_init_params(slim_graph *g, uint64_t seed, sli
 
 typedef struct slim_program slim_program;
 
+/* Data-parallel training (slim_train across processes sets it; see
+ * runtime/dist.h): what the program calls while it runs so that several
+ * processes, each with its own share of a global batch, apply the same
+ * averaged gradients. */
+typedef struct slim_collective {
+    /* This process computes rows [replica * N, (replica + 1) * N) of a global
+     * batch of replicas * N examples (dropout draws its masks for those rows). */
+    int replica, replicas;
+    /* The gradient of trained parameter `param` (its slim_graph_param_at
+     * index) is final: called on one thread right after the step that
+     * completes it, in the order they complete; grad stays valid until the
+     * parameter's update. With it set, the updates run after backward. */
+    void (*grad_ready)(void *user, int param, const float *grad, int64_t n);
+    /* Before that parameter's update: the gradient to use instead of the
+     * local one, times *scale (1/replicas averages a sum); NULL keeps the
+     * local one (after a failure, which the caller reports after the run). */
+    const float *(*grad_wait)(void *user, int param, float *scale);
+    /* Sums n doubles elementwise across the processes, in place (batch
+     * statistics of the global batch: synchronized batch norm); NULL = each
+     * process keeps its own statistics. */
+    void (*allreduce)(void *user, double *data, int64_t n);
+    void *user;
+} slim_collective;
+
 typedef struct slim_compile_opts {
     bool training;         /* backward + update; batch statistics; dropout on */
     int num_threads;       /* every thread of the run, BLIS included; 0 = 1 */
@@ -167,6 +191,8 @@ typedef struct slim_compile_opts {
      * add and relu / relu6 nodes after it (the compiler folds them into the
      * convolution unless this is set; for comparing with the unfused graph). */
     bool no_fusion;
+    /* Training across processes (NULL = alone); copied by compile. */
+    const slim_collective *collective;
 } slim_compile_opts;
 
 SLIM_EXPORT slim_status slim_graph_compile(slim_graph *g, const slim_compile_opts *opts,

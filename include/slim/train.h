@@ -56,6 +56,16 @@ typedef struct slim_train_progress {
     double input_wait;     /* fraction of the time spent waiting for input, since the last report */
     double eta_seconds;    /* < 0 = unknown */
     double elapsed;        /* seconds since this run started */
+    /* across processes: their number (1 alone), and the fraction of the time
+     * spent waiting for the gradient allreduces and the other collectives
+     * (mean over the processes, since the last report); images_per_sec, loss
+     * and accuracy are over all of them */
+    int processes;
+    double comm_wait;
+    /* per step, means since the last report: the training thread blocked on
+     * communication, and the gradient allreduces on the wire (the part not
+     * waited for hid behind backward) */
+    double comm_wait_seconds, allreduce_seconds;
 } slim_train_progress;
 
 typedef void (*slim_train_progress_fn)(const slim_train_progress *p, void *user);
@@ -160,6 +170,18 @@ typedef struct slim_train_config {
     /* The effective settings as text (one "flag=value" a line), stored in
      * checkpoints for people reading them later; may be NULL. */
     const char *run_config;
+    /* Across processes (started by mpirun; see slim_dist_available): batch_size
+     * is per process, the gradients are averaged over all of them. */
+    double collective_timeout;   /* seconds a collective may wait for the others (300) */
+    double allreduce_bucket_mb;  /* gradient bucket size in MB (0 = the default, 8) */
+    bool no_overlap;             /* allreduce after backward instead of during it */
+    bool sync_batch_norm;        /* batch statistics over the global batch */
+    int64_t replica_check_steps; /* compare the weights' checksums every N steps (100; 0 = never) */
+    /* how the processes share the input: "record" (blocks of the one stream
+     * one process would read: the same batches), "file" (each its own
+     * files: less to read, its own order), NULL or "auto" = file with at
+     * least 8 files per process, else record */
+    const char *input_sharding;
 } slim_train_config;
 
 /* TF-Slim's defaults for every field. */
@@ -179,6 +201,24 @@ typedef struct slim_train_result {
 
 SLIM_EXPORT slim_status slim_train(const slim_train_config *c, slim_train_result *res,
                                    slim_error *err);
+
+/* ---- training across processes (MPI) ----------------------------------------
+ * A process that mpirun (or another MPI launcher) started as one of several
+ * trains its share: slim_train joins the others (MPI_Init the first time),
+ * every process computes the gradients of its own batch_size examples, the
+ * gradients are averaged across the processes, and rank 0 alone writes
+ * checkpoints, metrics and traces. A process started any other way trains
+ * alone, without MPI. */
+/* Whether this build has MPI (configure found it). */
+SLIM_EXPORT bool slim_dist_available(void);
+/* The rank an MPI launcher (mpirun, mpiexec, srun) gave this process, or -1
+ * when none started it; *size: the number of processes (1 then). From the
+ * environment, so callable before slim_train (to keep ranks > 0 quiet). */
+SLIM_EXPORT int slim_dist_launcher_rank(int *size);
+/* Call once before a process that slim_train joined to others exits
+ * (slimrun does): MPI_Finalize, unless a run lost its peers. A no-op when
+ * MPI was never started. */
+SLIM_EXPORT void slim_dist_finalize(void);
 
 /* ---- profiling (slimrun profile) ------------------------------------------------ */
 

@@ -178,6 +178,34 @@ static void test_epochs_and_threads(const char *dir, int total)
     for (int i = 0; i < total; i++)
         same += a.labels[i] == i % 7;
     tap_ok(same < total, "training order is shuffled");
+    /* Replicas sharing by file: 2 processes, each its own files of an epoch;
+     * together every example once, each fewer than all. */
+    slim_pipeline_opts of = o;
+    of.batch_size = 1;
+    of.num_epochs = 1;
+    of.replicas = 2;
+    of.replica_by_file = true;
+    int fh[7] = {0}, got[2] = {0}, fbad = 0;
+    for (int k = 0; k < 2; k++) {
+        of.replica = k;
+        run_out f = collect(&of, 100, NULL, 0, NULL);
+        fbad += f.st != SLIM_OK;
+        got[k] = f.batches;
+        for (int i = 0; i < f.batches; i++)
+            if (f.labels[i] >= 0 && f.labels[i] <= 6)
+                fh[f.labels[i]]++;
+        run_free(&f);
+    }
+    for (int l = 0; l < 7; l++)
+        fbad += fh[l] != want[l];
+    tap_ok(!fbad && got[0] > 0 && got[1] > 0 && got[0] + got[1] == total,
+           "shared by file, 2 replicas read %d + %d examples: each once", got[0], got[1]);
+    of.replicas = 4;
+    of.replica = 0;
+    slim_pipeline *fp;
+    slim_error ferr = {0};
+    tap_ok(slim_pipeline_new(&of, &fp, &ferr) == SLIM_EINVAL && strstr(ferr.msg, "a file per"),
+           "by file with fewer files than replicas is refused: %s", ferr.msg);
     /* Another seed, other batches. */
     o.seed = 12;
     run_out c = collect(&o, 3, NULL, 0, NULL);
@@ -241,13 +269,71 @@ static void test_restore(const char *dir)
                !memcmp(a.images + per * 7, b.images, sizeof(float) * per * 8) &&
                !memcmp(a.labels + 4 * 7, b.labels, sizeof(int32_t) * 4 * 8),
            "restored at the position, the next 8 batches equal the uninterrupted run's");
-    slim_pipeline_position bad = {0, 0, 3};
+    slim_pipeline_position bad = {0, 0, -3};
     slim_pipeline *p;
     slim_error err = {0};
     slim_pipeline_new(&o, &p, &err);
     slim_status st = slim_pipeline_restore(p, &bad, &err);
-    tap_ok(st == SLIM_EINVAL, "a position that is not batch-aligned is refused: %s", err.msg);
+    tap_ok(st == SLIM_EINVAL, "a negative position is refused: %s", err.msg);
     slim_pipeline_free(p);
+
+    /* A position another batch size left (a run with another number of
+     * processes): batch 2's position after 15 batches (30 examples) goes on
+     * in batch 4 with examples 30..33 of the same stream. */
+    slim_pipeline_opts o2 = o;
+    o2.batch_size = 2;
+    slim_pipeline_position p30;
+    run_out c = collect(&o2, 17, &p30, 15, NULL);
+    run_out d = collect(&o, 1, NULL, 0, &p30);
+    size_t per2 = (size_t)2 * SIZE * SIZE * 3;
+    tap_ok(c.st == SLIM_OK && d.st == SLIM_OK && d.batches == 1 && p30.consumed == 30 &&
+               !memcmp(c.images + per2 * 15, d.images, sizeof(float) * per2 * 2) &&
+               !memcmp(c.labels + 2 * 15, d.labels, sizeof(int32_t) * 4),
+           "a position of batch 2 (consumed %lld) goes on in batch 4 with the same examples",
+           (long long)p30.consumed);
+
+    /* Replicas: 2 pipelines of batch 2 (replica 0 and 1) make the rows 0-1
+     * and 2-3 of the batch-4 pipeline's batches, from the start and from
+     * the position above; replica 0's position is the global one. */
+    run_out r[2];
+    slim_pipeline_position rpos[2];
+    bool same = true;
+    for (int k = 0; k < 2; k++) {
+        slim_pipeline_opts ok = o2;
+        ok.replica = k;
+        ok.replicas = 2;
+        r[k] = collect(&ok, 15, &rpos[k], 7, NULL);
+        same &= r[k].st == SLIM_OK && r[k].batches == 15;
+        for (int bt = 0; same && bt < 15; bt++)
+            same &= !memcmp(a.images + per * bt + per2 * k, r[k].images + per2 * bt,
+                            sizeof(float) * per2) &&
+                    !memcmp(a.labels + 4 * bt + 2 * k, r[k].labels + 2 * bt, sizeof(int32_t) * 2);
+    }
+    tap_ok(same, "replicas 0 and 1 of batch 2 read the rows 0-1 and 2-3 of batch 4's batches");
+    tap_ok(rpos[0].consumed == 28 && rpos[0].epoch == 1 && rpos[0].index == 5,
+           "replica 0's position after 7 batches is the global one: epoch 1, index 5, consumed 28 "
+           "(got %lld, %lld, %lld)",
+           (long long)rpos[0].epoch, (long long)rpos[0].index, (long long)rpos[0].consumed);
+    same = true;
+    for (int k = 0; k < 2; k++) {
+        slim_pipeline_opts ok = o2;
+        ok.replica = k;
+        ok.replicas = 2;
+        run_out q = collect(&ok, 1, NULL, 0, &p30);
+        same &= q.st == SLIM_OK && q.batches == 1 &&
+                !memcmp(d.images + per2 * k, q.images, sizeof(float) * per2);
+        run_free(&q);
+    }
+    tap_ok(same, "restored at an unaligned position, replicas 0 and 1 go on with batch 4's rows");
+    slim_pipeline_opts badr = o2;
+    badr.replica = 2;
+    badr.replicas = 2;
+    st = slim_pipeline_new(&badr, &p, &err);
+    tap_ok(st == SLIM_EINVAL, "replica 2 of 2 is refused: %s", err.msg);
+    run_free(&r[0]);
+    run_free(&r[1]);
+    run_free(&c);
+    run_free(&d);
     run_free(&a);
     run_free(&b);
 }

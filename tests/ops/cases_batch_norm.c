@@ -4,6 +4,7 @@
 #include "harness.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -156,6 +157,126 @@ static int check_moving(const slim_registry *reg, const char *label, const char 
     return ok ? 0 : 1;
 }
 
+/*
+ * Statistics synchronized across processes (slim_kernel_ctx.allreduce), two
+ * processes simulated by two threads whose allreduce meets at a barrier: each
+ * runs the op on half of x's rows. Their y and dx must be the halves of one
+ * run on all the rows, their moving statistics that run's, and their dgamma
+ * and dbeta add up to its (each process's part, as the gradient allreduce
+ * will sum them).
+ */
+enum { SYNC_ROWS = 12, SYNC_C = 5 };
+
+static struct {
+    pthread_barrier_t bar;
+    double buf[2][2 * SYNC_C * 2];
+} sync_meet;
+
+static void sync_allreduce(const slim_kernel_ctx *c, double *data, int64_t n)
+{
+    memcpy(sync_meet.buf[c->replica], data, (size_t)n * sizeof *data);
+    pthread_barrier_wait(&sync_meet.bar);
+    for (int64_t i = 0; i < n; i++)
+        data[i] = sync_meet.buf[0][i] + sync_meet.buf[1][i];
+    pthread_barrier_wait(&sync_meet.bar); /* before either writes buf again */
+}
+
+typedef struct sync_job {
+    slim__oprun *r;
+    bool ref;
+    float *x, *gamma, *beta, *mm, *mv, *dy, *y, *dx, *dgamma, *dbeta;
+    int rows;
+} sync_job;
+
+static void *sync_run(void *arg)
+{
+    sync_job *j = arg;
+    void *in[5] = {j->x, j->gamma, j->beta, j->mm, j->mv};
+    slim__oprun_forward(j->r, in, j->ref, 1, 0, 0.1f);
+    slim_tensor y = slim__oprun_output(j->r, 0);
+    memcpy(j->y, y.data, sizeof(float) * (size_t)j->rows * SYNC_C);
+    const float *dout[1] = {j->dy};
+    float *din[5] = {j->dx, j->dgamma, j->dbeta, NULL, NULL};
+    slim__oprun_backward(j->r, in, dout, din, j->ref, 1, 0);
+    return NULL;
+}
+
+static int check_sync(const slim_registry *reg, bool ref)
+{
+    float x[SYNC_ROWS * SYNC_C], dy[SYNC_ROWS * SYNC_C], gamma[SYNC_C], beta[SYNC_C];
+    for (int i = 0; i < SYNC_ROWS * SYNC_C; i++) {
+        x[i] = 3.0f + (float)((i * 37) % 23) / 7.0f - (float)(i % SYNC_C);
+        dy[i] = (float)((i * 13) % 17) / 9.0f - 0.8f;
+    }
+    for (int k = 0; k < SYNC_C; k++) {
+        gamma[k] = 0.5f + 0.25f * (float)k;
+        beta[k] = 0.1f * (float)k - 0.2f;
+    }
+    sync_job job[3];
+    float mm[3][SYNC_C], mv[3][SYNC_C], y[3][SYNC_ROWS * SYNC_C], dx[3][SYNC_ROWS * SYNC_C];
+    float dg[3][SYNC_C], db[3][SYNC_C];
+    slim__oprun *r[3] = {NULL, NULL, NULL};
+    slim_error err = {0};
+    int failed = 0;
+    for (int k = 0; k < 3; k++) { /* 0: all rows alone; 1, 2: the halves */
+        int rows = k ? SYNC_ROWS / 2 : SYNC_ROWS;
+        slim_tensor_desc d[5] = {{SLIM_F32, {2, {rows, SYNC_C}}},
+                                 {SLIM_F32, {1, {SYNC_C}}},
+                                 {SLIM_F32, {1, {SYNC_C}}},
+                                 {SLIM_F32, {1, {SYNC_C}}},
+                                 {SLIM_F32, {1, {SYNC_C}}}};
+        slim_attrs *a = slim_attrs_new();
+        slim_attrs_set_text(a, "decay", "0.5");
+        slim_status st = slim__oprun_new(reg, "batch_norm", a, d, 5, true, k ? 2 : 1, &r[k], &err);
+        slim_attrs_free(a);
+        if (st) {
+            harness_ok(false, "batch_norm/sync: infer: %s", err.msg);
+            failed = 1;
+            goto done;
+        }
+        if (k)
+            slim__oprun_set_replica(r[k], k - 1, 2, sync_allreduce);
+        for (int c = 0; c < SYNC_C; c++)
+            mm[k][c] = 0.3f, mv[k][c] = 1.5f;
+        int off = k == 2 ? SYNC_ROWS / 2 * SYNC_C : 0;
+        job[k] = (sync_job){r[k],     ref,        x + off,     gamma, beta,  mm[k], mv[k],
+                            dy + off, y[k] + off, dx[k] + off, dg[k], db[k], rows};
+    }
+    sync_run(&job[0]);
+    pthread_barrier_init(&sync_meet.bar, NULL, 2);
+    pthread_t th;
+    pthread_create(&th, NULL, sync_run, &job[2]);
+    sync_run(&job[1]);
+    pthread_join(th, NULL);
+    pthread_barrier_destroy(&sync_meet.bar);
+    double wy = 0, wdx = 0, wst = 0, wg = 0;
+    for (int i = 0; i < SYNC_ROWS * SYNC_C; i++) {
+        float yh = i < SYNC_ROWS / 2 * SYNC_C ? y[1][i] : y[2][i];
+        float dxh = i < SYNC_ROWS / 2 * SYNC_C ? dx[1][i] : dx[2][i];
+        wy = fmax(wy, fabs(yh - y[0][i]));
+        wdx = fmax(wdx, fabs(dxh - dx[0][i]));
+    }
+    for (int c = 0; c < SYNC_C; c++) {
+        for (int k = 1; k < 3; k++)
+            wst = fmax(wst, fmax(fabs(mm[k][c] - mm[0][c]), fabs(mv[k][c] - mv[0][c])));
+        wg = fmax(wg, fabs(dg[1][c] + dg[2][c] - dg[0][c]));
+        wg = fmax(wg, fabs(db[1][c] + db[2][c] - db[0][c]));
+    }
+    bool ok = wy < 1e-5 && wdx < 1e-5 && wst < 1e-6 && wg < 1e-5;
+    harness_ok(ok,
+               "batch_norm/sync: 2 processes of 6 rows with synchronized statistics = 1 of 12 "
+               "(y, dx, moving statistics; dgamma and dbeta add up)%s",
+               ref ? " (reference)" : "");
+    if (!ok)
+        harness_diag("max differences: y %.3g, dx %.3g, moving statistics %.3g, dgamma/dbeta %.3g",
+                     wy, wdx, wst, wg);
+    failed = !ok;
+done:
+    for (int k = 0; k < 3; k++)
+        slim__oprun_free(r[k]);
+    return failed;
+}
+
 static int extra(const slim_registry *reg)
 {
     static const float mm1[] = {0.55f, -0.7f};
@@ -179,6 +300,8 @@ static int extra(const slim_registry *reg)
         failed +=
             check_moving(reg, "moving_inference", "true", "true", false, nth, ref, tr_mm, tr_mv);
     }
+    failed += check_sync(reg, false);
+    failed += check_sync(reg, true);
     return failed;
 }
 

@@ -2,6 +2,9 @@
  *   ckpt_tool same A B      exit 0 when every tensor (parameters, optimizer
  *                           slots, moving averages) and the step are bit-identical
  *   ckpt_tool same A B SUB  the same for the parameters whose name contains SUB only
+ *   ckpt_tool close A B TOL exit 0 when the steps match and every tensor of A is in
+ *                           B with max |a - b| <= TOL * max |a| (float tolerance:
+ *                           the same training with another order of additions)
  *   ckpt_tool verify FILE   exit 0 when the checksums and the footer hold
  *   ckpt_tool step FILE     print the global step
  *   ckpt_tool images DIR N  write N small gray PNGs in DIR/class_K/ folders
@@ -129,6 +132,56 @@ int main(int argc, char **argv)
         free_recs(a, na);
         free_recs(b, nb);
         return bad || !compared ? 1 : 0;
+    }
+    if (argc == 5 && !strcmp(argv[1], "close")) {
+        rec *a, *b;
+        int64_t sa = -1, sb = -2;
+        int na = load(argv[2], &a, &sa), nb = load(argv[3], &b, &sb), bad = 0;
+        double tol = atof(argv[4]), worst = 0;
+        const char *worst_key = "";
+        if (na < 0 || nb < 0) {
+            if (na >= 0)
+                free_recs(a, na);
+            if (nb >= 0)
+                free_recs(b, nb);
+            return 2;
+        }
+        if (sa != sb) {
+            printf("steps differ: %lld vs %lld\n", (long long)sa, (long long)sb);
+            bad++;
+        }
+        for (int i = 0; i < na; i++) {
+            int j = 0;
+            while (j < nb && strcmp(a[i].key, b[j].key))
+                j++;
+            if (j == nb || a[i].len != b[j].len) {
+                printf("missing or resized in B: %s\n", a[i].key);
+                bad++;
+                continue;
+            }
+            const float *x = (const float *)a[i].data, *y = (const float *)b[j].data;
+            double dmax = 0, amax = 0;
+            for (size_t k = 0; k < a[i].len / sizeof(float); k++) {
+                float xk, yk;
+                memcpy(&xk, x + k, sizeof xk);
+                memcpy(&yk, y + k, sizeof yk);
+                double d = xk > yk ? (double)xk - yk : (double)yk - xk;
+                dmax = d > dmax ? d : dmax;
+                amax = xk > amax ? xk : -xk > amax ? -xk : amax;
+            }
+            double rel = amax > 0 ? dmax / amax : dmax;
+            if (!(rel <= tol)) {
+                printf("differs: %s (max |a-b| %.3g, max |a| %.3g)\n", a[i].key, dmax, amax);
+                bad++;
+            }
+            if (rel > worst)
+                worst = rel, worst_key = a[i].key;
+        }
+        printf("%s: %d tensors compared, %d beyond %g; the largest relative difference %.3g (%s)\n",
+               bad ? "DIFFERENT" : "close", na, bad, tol, worst, worst_key);
+        free_recs(a, na);
+        free_recs(b, nb);
+        return bad ? 1 : 0;
     }
     if (argc == 4 && !strcmp(argv[1], "same")) {
         rec *a, *b;

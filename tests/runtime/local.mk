@@ -25,3 +25,8 @@ tests/runtime/faults.log: tools/slimrun$(EXEEXT) tests/runtime/ckpt_tool$(EXEEXT
 TESTS += tests/runtime/test_bench.sh
 EXTRA_DIST += tests/runtime/test_bench.sh
 tests/runtime/test_bench.log: tools/slimrun$(EXEEXT)
+# mpi_train.sh: training across processes with mpirun -np 2 (equivalence with
+# one process, faults, resume, the trace); skipped without mpirun or MPI
+TESTS += tests/runtime/mpi_train.sh
+EXTRA_DIST += tests/runtime/mpi_train.sh tests/runtime/lsan-mpi.supp
+tests/runtime/mpi_train.log: tools/slimrun$(EXEEXT) tests/runtime/ckpt_tool$(EXEEXT)
