@@ -46,7 +46,12 @@
 
 #define HB_TAG 17
 #define DEFAULT_BUCKET_BYTES (8u << 20)
-#define POLL_NS 20000 /* between tests while something is in flight */
+/* Between tests while something is in flight: from 10 us, doubling while
+ * nothing moves, up to 1 ms (a peer still computing costs ~1000 wake-ups a
+ * second, not 50000); back to 10 us as soon as something completes or
+ * starts, and a new operation wakes the thread at once. */
+#define POLL_MIN 10e-6
+#define POLL_MAX 1e-3
 
 enum { OP_BUCKET, OP_ALLREDUCE, OP_BCAST, OP_ALLGATHER, OP_GATHERV, OP_BARRIER };
 enum { ST_QUEUED, ST_ACTIVE, ST_DONE, ST_FAILED };
@@ -341,10 +346,21 @@ static int start_op(slim__dist *d, dop *o)
     }
 }
 
+/* Wait on cv_work (mu held) for at most `seconds`. */
+static void timed_wait(slim__dist *d, double seconds)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    long ns = ts.tv_nsec + (long)(seconds * 1e9);
+    ts.tv_sec += ns / 1000000000L;
+    ts.tv_nsec = ns % 1000000000L;
+    pthread_cond_timedwait(&d->cv_work, &d->mu, &ts);
+}
+
 static void *comm_main(void *arg)
 {
     slim__dist *d = arg;
-    double next_hb = 0;
+    double next_hb = 0, poll = POLL_MIN;
     pthread_mutex_lock(&d->mu);
     hb_post(d);
     while (!d->quit) {
@@ -352,6 +368,8 @@ static void *comm_main(void *arg)
             pthread_cond_wait(&d->cv_work, &d->mu);
             continue;
         }
+        if (d->q_head)
+            poll = POLL_MIN;
         while (d->q_head && !d->failed) {
             dop *o = d->q_head;
             d->q_head = o->next;
@@ -416,24 +434,15 @@ static void *comm_main(void *arg)
             pthread_cond_broadcast(&d->cv_done);
         }
         check_deadlines(d, t);
+        if (progressed)
+            poll = POLL_MIN;
         if (d->failed || d->q_head || progressed)
             continue;
         if (d->active) {
-            pthread_mutex_unlock(&d->mu);
-            struct timespec ts = {0, POLL_NS};
-            nanosleep(&ts, NULL);
-            pthread_mutex_lock(&d->mu);
-        } else {
-            double until = fmin(next_hb, t + 0.01);
-            struct timespec ts;
-            clock_gettime(CLOCK_REALTIME, &ts);
-            double wait = until - t;
-            if (wait > 0) {
-                long ns = ts.tv_nsec + (long)(wait * 1e9);
-                ts.tv_sec += ns / 1000000000L;
-                ts.tv_nsec = ns % 1000000000L;
-                pthread_cond_timedwait(&d->cv_work, &d->mu, &ts);
-            }
+            timed_wait(d, poll);
+            poll = fmin(2 * poll, POLL_MAX);
+        } else if (next_hb > t) {
+            timed_wait(d, fmin(next_hb - t, 0.01));
         }
     }
     bool ok = !d->failed;
