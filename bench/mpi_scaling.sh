@@ -9,12 +9,15 @@
 #      each way when the kernel has netem); per step: the step time, the
 #      gradient allreduce time on the wire, what the training thread waited
 #      of it (the rest hid behind backward), with and without overlap.
+#      Then the bucket size (--allreduce_bucket_mb) for the first model on
+#      the 1 Gbit/s link: what the training thread waits with each size.
 #   3. on paper: the efficiency at 4, 16, 64 and 256 nodes from the measured
 #      compute time, the gradient bytes, the overlap window and the ring
 #      allreduce cost 2(N-1)/N * bytes / bandwidth + 2(N-1) * latency.
 #
 # bench/mpi_scaling.sh [--models="resnet_v1_50 mobilenet_v2"] [--batch=32]
 #                      [--steps=12] [--warmup=3] [--quick] [--no-netns]
+#                      [--buckets="2 8 32"]
 #                      [--delay=0.5ms] [--latency10=50e-6] [--latency1=500e-6]
 #                      [--builddir=.] [--out=bench/results/mpi_scaling.md]
 # --quick: a check of the script (LeNet, batch 8, a few steps); the figures
@@ -25,7 +28,7 @@ set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 models="resnet_v1_50 mobilenet_v2"
 batch=32 steps=12 warmup=3 quick=no netns=yes delay=0.5ms
-lat10=50e-6 lat1=500e-6 builddir=. out=
+lat10=50e-6 lat1=500e-6 builddir=. out= buckets="2 8 32"
 for a in "$@"; do
     case $a in
     --models=*) models=${a#*=} ;;
@@ -37,13 +40,14 @@ for a in "$@"; do
     --delay=*) delay=${a#*=} ;;
     --latency10=*) lat10=${a#*=} ;;
     --latency1=*) lat1=${a#*=} ;;
+    --buckets=*) buckets=${a#*=} ;;
     --builddir=*) builddir=${a#*=} ;;
     --out=*) out=${a#*=} ;;
     *) sed -n '2,28p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
     esac
 done
 if [ $quick = yes ]; then
-    models=lenet batch=8 steps=4 warmup=2
+    models=lenet batch=8 steps=4 warmup=2 buckets="1 8"
 fi
 src=$(cd "$here/.." && pwd)
 SLIMRUN=$(cd "$builddir" && pwd)/tools/slimrun
@@ -181,6 +185,27 @@ if [ $netns = yes ]; then
                 fi
             done
         done
+    done
+    {
+        echo
+        echo "Bucket size, $(echo $models | cut -d' ' -f1) on the 1 Gbit/s link, overlap on:"
+        echo
+        echo "| bucket MB | step s | allreduce s/step | waited s/step | hidden | load |"
+        echo "|---|---|---|---|---|---|"
+    } >> "$out"
+    m=$(echo $models | cut -d' ' -f1)
+    for mb in $buckets; do
+        wait_quiet
+        l0=$(load)
+        rm -rf "$T/ns"
+        "$here/mpi_netns.sh" run -- "$SLIMRUN" train $(train_flags "$m") --allreduce_bucket_mb="$mb" \
+            --train_dir="$T/ns" > "$T/ns.log" 2>&1 ||
+            { echo "netns bucket $mb failed:"; cat "$T/ns.log"; exit 1; } >&2
+        r=$(rate "$T/ns/metrics.jsonl" $((2 * batch)))
+        ar=$(field "$T/ns/metrics.jsonl" allreduce_seconds)
+        cw=$(field "$T/ns/metrics.jsonl" comm_wait_seconds)
+        echo "| $mb | $(awk -v r="$r" -v b="$batch" 'BEGIN {printf "%.3f", 2 * b / r}') | $ar | $cw |" \
+            "$(awk -v a="$ar" -v c="$cw" 'BEGIN {if (a > 0) printf "%.0f%%", 100 * (1 - c / a); else print "-"}') | $l0-$(load) |" >> "$out"
     done
     echo "links: $(grep -h "links\|netem" "$T/netns.log" | tr '\n' ' ')" >> "$out"
 fi
