@@ -87,10 +87,10 @@ static slim_status fast(slim__png *p, const uint8_t *d, size_t len, const char *
     p->z.next_out = p->raw;
     p->z.avail_out = (uInt)rawn;
     bool end = false, iend = false;
-    for (size_t at = 8; at + 12 <= len && !iend;) {
+    for (size_t at = 8; at + 8 <= len && !iend;) { /* a chunk header, whole or cut */
         uint32_t n = be32(d + at);
         const uint8_t *type4 = d + at + 4, *data = d + at + 8;
-        if (n > len - at - 12)
+        if (len - at < 12 || n > len - at - 12)
             return slim__error(err, SLIM_ECORRUPT,
                                "%s: corrupt PNG: chunk %.4s at byte %zu is truncated", name,
                                (const char *)type4, at);
@@ -180,9 +180,9 @@ slim_status slim__png_check_chunks(const uint8_t *d, size_t len, const char *nam
 {
     if (!name)
         name = "image";
-    for (size_t at = 8; at + 12 <= len;) { /* as the fast path walks them */
+    for (size_t at = 8; at + 8 <= len;) { /* as the fast path walks them */
         uint32_t n = be32(d + at);
-        if (n > len - at - 12)
+        if (len - at < 12 || n > len - at - 12)
             return slim__error(err, SLIM_ECORRUPT,
                                "%s: corrupt PNG: chunk %.4s at byte %zu claims %u bytes, past the "
                                "end of the file (%zu bytes)",
