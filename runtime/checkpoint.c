@@ -315,6 +315,34 @@ static slim_status next_tensor(reader *rd, int index, Slimckpt__CheckpointTensor
     return SLIM_OK;
 }
 
+/* From the run's flags ("flag=value" lines): the last train_image_size= and
+ * every set=NAME=VALUE as "NAME=VALUE" lines (those that fit). */
+static void run_config_model(const char *rc, int *image_size, char *defines, size_t n)
+{
+    *image_size = 0;
+    defines[0] = 0;
+    size_t used = 0;
+    for (const char *l = rc; l && *l;) {
+        const char *end = strchr(l, '\n');
+        size_t len = end ? (size_t)(end - l) : strlen(l);
+        if (len > 17 && !strncmp(l, "train_image_size=", 17))
+            *image_size = atoi(l + 17);
+        else if (len > 4 && !strncmp(l, "set=", 4) && used + len - 4 + 2 <= n) {
+            char line[512];
+            snprintf(line, sizeof line, "%.*s", (int)(len - 4), l + 4);
+            slim__printable(line, defines + used, n - used);
+            used = strlen(defines);
+            if (used + 1 < n) {
+                defines[used++] = '\n';
+                defines[used] = 0;
+            }
+        }
+        l = end ? end + 1 : NULL;
+    }
+    if (*image_size < 0)
+        *image_size = 0;
+}
+
 static void fill_info(const Slimckpt__CheckpointHeader *h, slim_checkpoint_info *info)
 {
     if (!info)
@@ -328,6 +356,7 @@ static void fill_info(const Slimckpt__CheckpointHeader *h, slim_checkpoint_info 
     /* Names as text safe to print (the same for any UTF-8 name without control characters). */
     slim__printable(h->model_name, info->model_name, sizeof info->model_name);
     slim__printable(h->optimizer, info->optimizer, sizeof info->optimizer);
+    run_config_model(h->run_config, &info->image_size, info->defines, sizeof info->defines);
 }
 
 slim_status slim_checkpoint_verify(const char *path, slim_checkpoint_info *info, slim_error *err)

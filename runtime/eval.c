@@ -36,6 +36,8 @@ typedef struct evaluator {
     slim__rt_jsonl *metrics;
     slim__rt_events *events;
     bool metrics_failing, events_failing;
+    char *ckpt_defines[SLIM__RT_MAX_DEFINES]; /* the checkpoint's --set, split (into info) */
+    slim_checkpoint_info info;
 } evaluator;
 
 static void ev_fini(evaluator *e)
@@ -75,15 +77,15 @@ static slim_status ev_setup(evaluator *e, const slim_eval_config *c, const char 
         if (st)
             return st;
     }
-    slim_checkpoint_info info = {0};
-    st = slim_checkpoint_verify(ckpt, &info, err);
+    slim_checkpoint_info *info = &e->info;
+    st = slim_checkpoint_verify(ckpt, info, err);
     if (st)
         return st;
     int classes = c->num_classes;
     if (!classes && e->desc.num_classes)
         classes = e->desc.num_classes - c->labels_offset;
     if (!classes)
-        classes = info.num_classes;
+        classes = info->num_classes;
     if (classes <= 0)
         return slim__error(err, SLIM_EINVAL,
                            "the number of classes is unknown: give "
@@ -93,18 +95,33 @@ static slim_status ev_setup(evaluator *e, const slim_eval_config *c, const char 
     if (st)
         return st;
     const char *name = c->model_name;
-    if (!name && !c->model_path && info.model_name[0])
-        name = info.model_name; /* the checkpoint says which zoo model it is */
+    if (!name && !c->model_path && info->model_name[0])
+        name = info->model_name; /* the checkpoint says which zoo model it is */
+    /* the model as trained: its --set overrides and image size, unless given */
+    const char *const *defines = c->defines;
+    int n_defines = c->n_defines;
+    char real[4096];
+    bool same_model =
+        (!c->model_name && !c->model_path) ||
+        (c->model_name && !strcmp(c->model_name, info->model_name)) ||
+        (c->model_path && realpath(c->model_path, real) && !strcmp(real, info->model_name));
+    if (!n_defines && info->defines[0] && same_model) {
+        n_defines = slim__rt_split_lines(info->defines, e->ckpt_defines, SLIM__RT_MAX_DEFINES);
+        defines = (const char *const *)e->ckpt_defines;
+    }
     slim__rt_model_req mr = {.model_name = name,
                              .model_path = c->model_path,
                              .plugins = c->plugins,
                              .n_plugins = c->n_plugins,
                              .batch_size = c->batch_size,
                              .num_classes = classes,
-                             .image_size = c->eval_image_size,
+                             .image_size =
+                                 c->eval_image_size ? c->eval_image_size : info->image_size,
                              .training = false,
                              .weight_decay = 0,
-                             .aux_loss_weight = -1};
+                             .aux_loss_weight = -1,
+                             .defines = defines,
+                             .n_defines = n_defines};
     st = slim__rt_model_open(e->reg, &mr, &e->model, err);
     if (st)
         return st;
@@ -132,6 +149,43 @@ static slim_status ev_setup(evaluator *e, const slim_eval_config *c, const char 
     return SLIM_OK;
 }
 
+/* A parameter of another shape than the checkpoint's: the advice that follows
+ * the restore's message ("; to fine-tune with a new head ...") is training's;
+ * for evaluation it is the class count or, failing that, the image size. */
+static slim_status shape_advice(const evaluator *e, const slim_checkpoint_info *info,
+                                slim_error *err)
+{
+    char *cut = strstr(err->msg, "; to fine-tune");
+    if (cut)
+        *cut = 0;
+    const slim_eval_config *c = e->c;
+    size_t l = strlen(err->msg);
+    if (info->num_classes > 0 && info->num_classes != e->num_classes)
+        snprintf(err->msg + l, sizeof err->msg - l,
+                 "; the checkpoint has %d classes, this evaluation %d: give --num_classes=%d (or "
+                 "the --labels_offset it was trained with)",
+                 info->num_classes, e->num_classes, info->num_classes);
+    else if (info->image_size > 0 && info->image_size != e->mi->image_size)
+        snprintf(err->msg + l, sizeof err->msg - l,
+                 "; the checkpoint was trained at image size %d, this evaluation is at %d%s: "
+                 "give --eval_image_size=%d",
+                 info->image_size, e->mi->image_size,
+                 c->eval_image_size ? " (--eval_image_size)" : " (the model's default)",
+                 info->image_size);
+    else {
+        char d[512];
+        snprintf(d, sizeof d, "%s", info->defines);
+        for (char *p = d; *p; p++)
+            if (*p == '\n')
+                *p = p[1] ? ' ' : 0;
+        snprintf(err->msg + l, sizeof err->msg - l,
+                 "; the model evaluated (image size %d) is not the one trained: its vars differ "
+                 "(--set; the checkpoint's run had %s%s) or the model file changed",
+                 e->mi->image_size, d[0] ? "--set " : "none", d);
+    }
+    return SLIM_ESHAPE;
+}
+
 static slim_status ev_run(evaluator *e, const char *ckpt, slim_eval_result *r, slim_error *err)
 {
     const slim_eval_config *c = e->c;
@@ -141,6 +195,8 @@ static slim_status ev_run(evaluator *e, const char *ckpt, slim_eval_result *r, s
     slim_status st = slim_checkpoint_verify(ckpt, &info, err);
     if (!st)
         st = slim__rt_ckpt_restore(ckpt, &s, false, &ro, err);
+    if (st == SLIM_ESHAPE) /* not a new head here (that advice is train's): say what differs */
+        return shape_advice(e, &info, err);
     if (st)
         return st;
     slim__rt_input_opts io = {

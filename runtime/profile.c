@@ -162,7 +162,8 @@ slim_status slim_profile(const slim_train_config *c, int warmup, int steps, slim
                      "convert writes them from image folders; --input_records rewrites existing "
                      "shards)";
         else if (roi > 0 && cut > 0)
-            source = "use a smaller --image_size or fewer augmentations (the JPEG crops already "
+            source = "train at a smaller --train_image_size or with fewer augmentations (the JPEG "
+                     "crops already "
                      "decode from restart-indexed cuts)";
         snprintf(v, vn,
                  "input-bound: the model waits for data %.0f%% of each step. The input delivers "

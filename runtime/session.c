@@ -266,7 +266,18 @@ slim_status slim__rt_model_open(slim_registry *reg, const slim__rt_model_req *r,
     mo.aux_weight = (float)r->aux_loss_weight;
     mo.plugins = r->plugins;
     mo.n_plugins = r->n_plugins;
+    mo.defines = r->defines;
+    mo.n_defines = r->n_defines;
     return slim_model_load(reg, path, &mo, out, err);
+}
+
+int slim__rt_split_lines(char *s, char **out, int max)
+{
+    int n = 0;
+    for (char *save = NULL, *t = strtok_r(s, "\n", &save); t && n < max;
+         t = strtok_r(NULL, "\n", &save))
+        out[n++] = t;
+    return n;
 }
 
 /* ---- moving averages ---------------------------------------------------------------- */

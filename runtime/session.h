@@ -83,8 +83,15 @@ typedef struct slim__rt_model_req {
     int batch_size, num_classes, image_size;
     bool training;
     double label_smoothing, weight_decay;
-    double aux_loss_weight; /* < 0: the model file's */
+    double aux_loss_weight;     /* < 0: the model file's */
+    const char *const *defines; /* --set NAME=VALUE: the model file's vars */
+    int n_defines;
 } slim__rt_model_req;
+
+/* Split s in place at its newlines into at most max strings (empty lines
+ * skipped); returns how many. */
+#define SLIM__RT_MAX_DEFINES 32
+int slim__rt_split_lines(char *s, char **out, int max);
 
 slim_status slim__rt_model_open(slim_registry *reg, const slim__rt_model_req *r, slim_model **out,
                                 slim_error *err);

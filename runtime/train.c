@@ -325,6 +325,8 @@ slim_status slim__rt_trainer_setup(slim__rt_trainer *t, const slim_train_config 
         .label_smoothing = c->label_smoothing,
         .weight_decay = c->weight_decay,
         .aux_loss_weight = c->aux_loss_weight,
+        .defines = c->defines,
+        .n_defines = c->n_defines,
     };
     st = slim__rt_model_open(t->reg, &mr, &t->model, err);
     if (st)

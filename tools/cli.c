@@ -90,6 +90,16 @@ void slim_cli_message(int level, const char *msg, void *user)
             msg);
 }
 
+void slim_cli_print_notes(const char *notes)
+{
+    for (const char *l = notes; l && *l;) {
+        const char *end = strchr(l, '\n');
+        int len = end ? (int)(end - l) : (int)strlen(l);
+        fprintf(stderr, "note: %.*s\n", len, l);
+        l = end ? end + 1 : NULL;
+    }
+}
+
 const char *slim_cli_duration(char *buf, size_t n, double s)
 {
     if (s < 0) {
@@ -124,9 +134,12 @@ void slim_cli_print_eval(const slim_eval_result *r, void *user)
     slim_cli_end_line();
     if (r->global_step >= 0)
         printf("step %lld: ", (long long)r->global_step);
-    printf("eval/Accuracy %.4f  eval/Recall_5 %.4f  loss %.4f  (%lld images, %.1f s%s)\n", r->top1,
-           r->top5, r->loss, (long long)r->n_examples, r->seconds,
-           r->used_ema ? ", moving averages" : "");
+    /* top-5 of 5 classes or fewer is every example: not shown */
+    char top5[48] = "";
+    if (r->num_classes > 5)
+        snprintf(top5, sizeof top5, "  eval/Recall_5 %.4f", r->top5);
+    printf("eval/Accuracy %.4f%s  loss %.4f  (%lld images, %.1f s%s)\n", r->top1, top5, r->loss,
+           (long long)r->n_examples, r->seconds, r->used_ema ? ", moving averages" : "");
     if (detail >= 1 && r->class_total) {
         printf("per-class accuracy:\n");
         for (int k = 0; k < r->num_classes; k++) {

@@ -34,6 +34,8 @@ void slim_cli_end_line(void);
  * matrix). */
 void slim_cli_print_eval(const slim_eval_result *r, void *user);
 
+/* The notes of flags_parse (ignored flags), "note: " before each line, on stderr. */
+void slim_cli_print_notes(const char *notes);
 /* "1h02m", "3m05s", "12s" ("?" when s < 0) into buf. */
 const char *slim_cli_duration(char *buf, size_t n, double s);
 /* Bytes as "512 B", "1.5 MiB", ... into buf. */

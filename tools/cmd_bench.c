@@ -43,6 +43,8 @@ typedef struct bench_cli {
     uint64_t seed;
     const char *const *plugins;
     int n_plugins;
+    const char *const *defines;
+    int n_defines;
 } bench_cli;
 
 #define B(f) offsetof(bench_cli, f)
@@ -72,6 +74,8 @@ static const flag_def bench_flags[] = {
     {"image_size", FLAG_INT, B(image_size), 0, "override the model's input size"},
     {"seed", FLAG_U64, B(seed), 0, "initial weights and the random input (0)"},
     {"plugin", FLAG_LIST, B(plugins), B(n_plugins), "load an op plugin first; repeatable"},
+    {"set", FLAG_LIST, B(defines), B(n_defines),
+     "override a var: of the model file, NAME=VALUE (depth_multiplier=0.5); repeatable"},
 };
 #define N_BENCH_FLAGS ((int)(sizeof bench_flags / sizeof bench_flags[0]))
 
@@ -385,7 +389,9 @@ static int prog_open(const bench_cli *c, const char *path, bool train, int nth, 
                           .training = train,
                           .weight_decay = (float)c->weight_decay,
                           .plugins = c->plugins,
-                          .n_plugins = c->n_plugins};
+                          .n_plugins = c->n_plugins,
+                          .defines = c->defines,
+                          .n_defines = c->n_defines};
     if (slim_model_load(b->reg, path, &mo, &b->m, err) != SLIM_OK)
         return 1;
     slim_graph *g = slim_model_graph(b->m);

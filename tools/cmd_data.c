@@ -11,6 +11,7 @@
 #include "datasets/convert.h"
 #include "datasets/jpeg_index.h"
 #include "engine/file.h"
+#include "runtime/train_internal.h"
 #include "tools/cmd.h"
 #include <slim/data.h>
 
@@ -176,10 +177,12 @@ static void on_progress(int sd, int shards, int64_t done, int64_t total, int64_t
         int s = (int)((double)(total - done) / rate);
         snprintf(eta, sizeof eta, "  ETA %d:%02d:%02d", s / 3600, s / 60 % 60, s % 60);
     }
+    char skip[40] = "";
+    if (skipped)
+        snprintf(skip, sizeof skip, "  %lld skipped", (long long)skipped);
     if (total > 0)
-        fprintf(stderr, "\r%s: %d/%d shards  %lld/%lld images  %.0f img/s%s%s%lld skipped   ",
-                p->what, sd, shards, (long long)done, (long long)total, rate, eta,
-                skipped ? "  " : "", skipped ? (long long)skipped : 0LL);
+        fprintf(stderr, "\r%s: %d/%d shards  %lld/%lld images  %.0f img/s%s%s\033[K", p->what, sd,
+                shards, (long long)done, (long long)total, rate, eta, skip);
     else
         fprintf(stderr, "\r%s: part %d/%d  %lld images  %.0f img/s   ", p->what, sd + 1, shards,
                 (long long)done, rate);
@@ -307,6 +310,21 @@ static int cmd_convert(int argc, char **argv)
     if (o.image_format && strcmp(o.image_format, "png") && strcmp(o.image_format, "raw")) {
         fprintf(stderr, "slimrun convert: --image_format is png or raw\n");
         return 2;
+    }
+    if (o.output_dir) { /* its missing parents are made, as train makes --train_dir's */
+        char parent[1024];
+        snprintf(parent, sizeof parent, "%s", o.output_dir);
+        char *slash = strrchr(parent, '/');
+        while (slash && slash > parent && slash[1] == 0) { /* "a/b/" */
+            *slash = 0;
+            slash = strrchr(parent, '/');
+        }
+        if (slash && slash > parent) {
+            *slash = 0;
+            slim_error me = {0};
+            if (slim__rt_mkdirs(parent, &me))
+                return fail("convert", &me);
+        }
     }
     if (input_records && o.output_dir)
         return convert_records(input_records, image_key, &o);

@@ -22,8 +22,11 @@ static const flag_def eval_flags[] = {
     {"model_name", FLAG_STR, E(model_name), 0, "zoo model (default: the one the checkpoint names)"},
     {"model", FLAG_STR, E(model_path), 0, "a model file (YAML)"},
     {"plugin", FLAG_LIST, E(plugins), E(n_plugins), "load an op plugin (repeatable)"},
+    {"set", FLAG_LIST, E(defines), E(n_defines),
+     "override a var: of the model file, NAME=VALUE; repeatable (default: the checkpoint's)"},
     {"num_classes", FLAG_INT, E(num_classes), 0, "classes of the head (default: the dataset's)"},
-    {"eval_image_size", FLAG_INT, E(eval_image_size), 0, "input size (default: the model's)"},
+    {"eval_image_size", FLAG_INT, E(eval_image_size), 0,
+     "input size (default: the checkpoint's training size, else the model's)"},
     {"dataset_name", FLAG_STR, E(dataset_name), 0, "as for train"},
     {"dataset_dir", FLAG_STR, E(dataset_dir), 0, "where the TFRecord shards are"},
     {"dataset_split_name", FLAG_STR, E(dataset_split_name), 0, "split (default: test/validation)"},
@@ -52,7 +55,7 @@ static const flag_def eval_flags[] = {
     {"synthetic", FLAG_BOOL, E(synthetic), 0, "synthetic data (as slimrun train --synthetic)"},
     {"synthetic_examples", FLAG_I64, E(synthetic_examples), 0, ""},
     {"master", FLAG_NOTE, 0, 0, "ignored"},
-    {"quantize", FLAG_NOTE, 0, 0, "ignored: quantized evaluation is not supported"},
+    {"quantize", FLAG_NOTE_BOOL, 0, 0, "ignored: quantized evaluation is not supported"},
 };
 #define N_EVAL_FLAGS ((int)(sizeof eval_flags / sizeof eval_flags[0]))
 
@@ -86,8 +89,7 @@ int slim_cli_eval(int argc, char **argv, int first, char **pre, int pre_n)
         fprintf(stderr, "slimrun eval: unexpected argument '%s'\n", fr.pos[0]);
         return 2;
     }
-    if (fr.notes[0])
-        fprintf(stderr, "note: %s\n", fr.notes);
+    slim_cli_print_notes(fr.notes);
     slim_eval_config *c = &ec.c;
     if (ec.use_ema) {
         if (!strcmp(ec.use_ema, "auto"))

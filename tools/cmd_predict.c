@@ -20,6 +20,8 @@ typedef struct predict_cli {
     const char *labels, *preprocessing_name, *use_ema;
     const char *const *plugins;
     int n_plugins;
+    const char *const *defines;
+    int n_defines;
 } predict_cli;
 
 #define P(f) offsetof(predict_cli, f)
@@ -27,13 +29,16 @@ static const flag_def predict_flags[] = {
     {"top_k", FLAG_INT, P(top_k), 0, "labels shown per image (5)"},
     {"labels", FLAG_STR, P(labels), 0, "labels.txt (default: next to the checkpoint)"},
     {"num_classes", FLAG_INT, P(num_classes), 0, "classes of the head (default: the checkpoint's)"},
-    {"image_size", FLAG_INT, P(image_size), 0, "input size (default: the model's)"},
+    {"image_size", FLAG_INT, P(image_size), 0,
+     "input size (default: the checkpoint's training size, else the model's)"},
     {"preprocessing_name", FLAG_STR, P(preprocessing_name), 0, "recipe (default: the model's)"},
     {"labels_offset", FLAG_INT, P(labels_offset), 0,
      "added to class indices to look up labels.txt"},
     {"num_threads", FLAG_INT, P(num_threads), 0, "threads (default: the cores)"},
     {"use_ema", FLAG_STR, P(use_ema), 0, "moving-average weights: auto, true, false"},
     {"plugin", FLAG_LIST, P(plugins), P(n_plugins), "load an op plugin (repeatable)"},
+    {"set", FLAG_LIST, P(defines), P(n_defines),
+     "override a var: of the model file, NAME=VALUE; repeatable (default: the checkpoint's)"},
 };
 #define N_PREDICT_FLAGS ((int)(sizeof predict_flags / sizeof predict_flags[0]))
 
@@ -41,6 +46,15 @@ static bool exists(const char *p)
 {
     struct stat sb;
     return stat(p, &sb) == 0;
+}
+
+/* A checkpoint rather than a model: a directory (a train_dir) or a .slimckpt
+ * file (model files are YAML; zoo names have no extension). */
+static bool is_checkpoint(const char *p)
+{
+    struct stat sb;
+    size_t l = strlen(p);
+    return (stat(p, &sb) == 0 && S_ISDIR(sb.st_mode)) || (l > 9 && !strcmp(p + l - 9, ".slimckpt"));
 }
 
 static int predict_main(int argc, char **argv)
@@ -53,15 +67,19 @@ static int predict_main(int argc, char **argv)
         fprintf(stderr, "slimrun predict: %s\n", err);
         return 2;
     }
-    if (fr.help || fr.n_pos < 3) {
+    /* MODEL may be left out when the checkpoint names it (as eval finds it) */
+    bool no_model = fr.n_pos >= 2 && is_checkpoint(fr.pos[0]);
+    if (fr.help || fr.n_pos < (no_model ? 2 : 3)) {
         flags_usage(fr.help ? stdout : stderr,
-                    "usage: slimrun predict MODEL CHECKPOINT IMAGE... [FLAGS]\n\n"
+                    "usage: slimrun predict [MODEL] CHECKPOINT IMAGE... [FLAGS]\n\n"
                     "Top-k classes of each image (JPEG or PNG) with their probabilities. MODEL is\n"
-                    "a zoo name or a model file; CHECKPOINT a checkpoint file or a train_dir.",
+                    "a zoo name or a model file (default: the one the checkpoint names);\n"
+                    "CHECKPOINT a checkpoint file or a train_dir.",
                     predict_flags, N_PREDICT_FLAGS);
         return fr.help ? 0 : 2;
     }
-    const char *model = fr.pos[0], *ckpt_arg = fr.pos[1];
+    const char *model = no_model ? NULL : fr.pos[0], *ckpt_arg = fr.pos[no_model ? 0 : 1];
+    int first_image = no_model ? 1 : 2;
     slim_error e = {0};
     char ckpt[1024];
     struct stat sb;
@@ -79,6 +97,29 @@ static int predict_main(int argc, char **argv)
         return 1;
     }
     int classes = pc.num_classes ? pc.num_classes : info.num_classes;
+    if (!model && !info.model_name[0]) {
+        fprintf(stderr,
+                "slimrun predict: %s does not name its model: give the model first "
+                "(slimrun predict MODEL CHECKPOINT IMAGE...)\n",
+                ckpt);
+        return 2;
+    }
+    bool same_model = !model || !strcmp(model, info.model_name);
+    char real[4096];
+    if (!same_model && realpath(model, real))
+        same_model = !strcmp(real, info.model_name);
+    if (!model)
+        model = info.model_name;
+    /* the model as trained: its --set overrides (when the same model) */
+    char *ckpt_defines[32];
+    const char *const *defines = pc.defines;
+    int n_defines = pc.n_defines;
+    if (!n_defines && same_model && info.defines[0]) {
+        for (char *save = NULL, *t = strtok_r(info.defines, "\n", &save); t && n_defines < 32;
+             t = strtok_r(NULL, "\n", &save))
+            ckpt_defines[n_defines++] = t;
+        defines = (const char *const *)ckpt_defines;
+    }
     /* labels: --labels, else labels.txt beside the checkpoint */
     char **names = NULL;
     int n_names = 0;
@@ -104,9 +145,11 @@ static int predict_main(int argc, char **argv)
     char path[1024];
     slim_model_opts mo = {.batch_size = 1,
                           .num_classes = classes,
-                          .image_size = pc.image_size,
+                          .image_size = pc.image_size ? pc.image_size : info.image_size,
                           .plugins = pc.plugins,
-                          .n_plugins = pc.n_plugins};
+                          .n_plugins = pc.n_plugins,
+                          .defines = defines,
+                          .n_defines = n_defines};
     if (slim_registry_new(&reg, &e) || slim_model_find(model, path, sizeof path, &e) ||
         slim_model_load(reg, path, &mo, &m, &e))
         goto fail;
@@ -130,7 +173,7 @@ static int predict_main(int argc, char **argv)
     int K = mi->num_classes, k = pc.top_k < K ? pc.top_k : K;
     probs = malloc((size_t)K * sizeof *probs);
     rc = 0;
-    for (int i = 2; i < fr.n_pos; i++) {
+    for (int i = first_image; i < fr.n_pos; i++) {
         size_t len;
         uint8_t *data;
         if (slim__file_read(fr.pos[i], "image", 0, &data, &len, &e)) {

@@ -42,6 +42,10 @@ static void on_progress(const slim_train_progress *p, void *user)
     {                                                                                              \
         n, FLAG_NOTE, 0, 0, why                                                                    \
     }
+#define NOTE_BOOL(n, why)                                                                          \
+    {                                                                                              \
+        n, FLAG_NOTE_BOOL, 0, 0, why                                                               \
+    }
 #define SECTION(text)                                                                              \
     {                                                                                              \
         "", FLAG_STR, 0, 0, text                                                                   \
@@ -53,6 +57,8 @@ static const flag_def train_flags[] = {
      "a zoo model (models/NAME.yaml): lenet, cifarnet, vgg_16, inception_v1, resnet_v1_50, ..."},
     {"model", FLAG_STR, T(model_path), 0, "a model file (YAML) instead of a zoo name"},
     {"plugin", FLAG_LIST, T(plugins), T(n_plugins), "load an op plugin (repeatable)"},
+    {"set", FLAG_LIST, T(defines), T(n_defines),
+     "override a var: of the model file, NAME=VALUE (depth_multiplier=0.5); repeatable"},
     {"num_classes", FLAG_INT, T(num_classes), 0,
      "classes of the head (default: the dataset's - labels_offset)"},
     {"train_image_size", FLAG_INT, T(train_image_size), 0, "input size (default: the model's)"},
@@ -154,7 +160,6 @@ static const flag_def train_flags[] = {
     {"trace", FLAG_STR, T(trace_path), 0,
      "write a Chrome trace (Perfetto) of the first --trace_steps steps"},
     {"trace_steps", FLAG_INT, T(trace_steps), 0, "steps traced (50)"},
-    {"save_summaries_secs", FLAG_DBL, T(save_summaries_secs), 0, ""},
     {"steps", FLAG_INT, offsetof(slim_cli_train_args, steps), 0, ""},
     {"warmup", FLAG_INT, offsetof(slim_cli_train_args, warmup), 0, ""},
     SECTION("across processes:"), /* mpirun; README: Training on several machines */
@@ -175,7 +180,7 @@ static const flag_def train_flags[] = {
     NOTE("num_clones", "clones are processes here: mpirun -np N slimrun train ... trains N "
                        "replicas of --batch_size each, as N clones would; one process uses its "
                        "cores through --num_threads"),
-    NOTE("clone_on_cpu", "ignored: slim runs on the CPU"),
+    NOTE_BOOL("clone_on_cpu", "ignored: slim runs on the CPU"),
     NOTE("worker_replicas", "the workers are mpirun's processes (mpirun -np N --host a,b,...); "
                             "slim counts them itself"),
     NOTE("num_ps_tasks", "no parameter servers: every process holds the whole model and the "
@@ -183,10 +188,12 @@ static const flag_def train_flags[] = {
     NOTE("task", "each process's rank comes from mpirun; rank 0 is the chief (checkpoints, "
                  "summaries, the console)"),
     NOTE("master", "no master to name: mpirun starts and connects the processes"),
-    NOTE("sync_replicas", "training across processes is always synchronous: every step "
-                          "averages the gradients of all of them"),
+    NOTE_BOOL("sync_replicas", "training across processes is always synchronous: every step "
+                               "averages the gradients of all of them"),
     NOTE("replicas_to_aggregate", "every process's gradients count at every step (no backup "
                                   "workers)"),
+    NOTE("save_summaries_secs", "ignored: the summaries (TensorBoard events, metrics.jsonl) are "
+                                "written every --log_every_n_steps"),
     NOTE("quantize_delay", "ignored: quantized training is not supported"),
 };
 #define N_TRAIN_FLAGS ((int)(sizeof train_flags / sizeof train_flags[0]))
@@ -249,10 +256,11 @@ int slim_cli_train_args_parse(slim_cli_train_args *ta, const char *cmd, const ch
         return 2;
     }
     int n_proc, rank = slim_dist_launcher_rank(&n_proc);
-    if (fr->notes[0] && rank <= 0)
-        fprintf(stderr, "note: %s\nnote: this run has %d process%s%s\n", fr->notes, n_proc,
-                n_proc > 1 ? "es" : "",
+    if (fr->notes[0] && rank <= 0) {
+        slim_cli_print_notes(fr->notes);
+        fprintf(stderr, "note: this run has %d process%s%s\n", n_proc, n_proc > 1 ? "es" : "",
                 n_proc > 1 ? "" : " (mpirun -np N starts N; README: Training on several machines)");
+    }
     slim_train_config *c = &ta->c;
     if (ta->on_error && strcmp(ta->on_error, "fail") && strcmp(ta->on_error, "skip")) {
         fprintf(stderr, "slimrun %s: --on_error=%s: expected fail or skip\n", cmd, ta->on_error);

@@ -52,8 +52,17 @@ static bool parse_bool(const char *v, bool *out)
     return false;
 }
 
-static int set_value(const flag_def *d, void *base, const char *v, flags_result *res, char *err,
-                     size_t n)
+/* The FLAG_LIST flag d's values: res->list[k], k its rank among the table's lists. */
+static const char **list_of(const flag_def *defs, const flag_def *d, flags_result *res)
+{
+    int k = 0;
+    for (const flag_def *x = defs; x < d; x++)
+        k += x->type == FLAG_LIST;
+    return k < FLAGS_MAX_LISTS ? res->list[k] : NULL;
+}
+
+static int set_value(const flag_def *defs, const flag_def *d, void *base, const char *v,
+                     flags_result *res, char *err, size_t n)
 {
     char *end = NULL;
     void *p = (char *)base + d->off;
@@ -93,7 +102,13 @@ static int set_value(const flag_def *d, void *base, const char *v, flags_result 
             return 0;
         snprintf(err, n, "--%s=%s: expected true or false", d->name, v);
         return 2;
+    case FLAG_NOTE_BOOL:
     case FLAG_NOTE: {
+        bool b;
+        if (d->type == FLAG_NOTE_BOOL && !parse_bool(v, &b)) {
+            snprintf(err, n, "--%s=%s: expected true or false", d->name, v);
+            return 2;
+        }
         size_t l = strlen(res->notes);
         snprintf(res->notes + l, sizeof res->notes - l, "%s--%s=%s (%s)", l ? "\n" : "", d->name, v,
                  d->help);
@@ -101,13 +116,14 @@ static int set_value(const flag_def *d, void *base, const char *v, flags_result 
     }
     case FLAG_LIST: {
         int *cnt = (int *)((char *)base + d->off2);
-        if (*cnt >= FLAGS_MAX_LIST) {
-            snprintf(err, n, "--%s: at most %d values", d->name, FLAGS_MAX_LIST);
+        const char **list = list_of(defs, d, res);
+        if (*cnt >= FLAGS_MAX_LIST || !list) {
+            snprintf(err, n, "--%s: at most %d values", d->name, list ? FLAGS_MAX_LIST : 0);
             return 2;
         }
-        res->list[*cnt] = v;
+        list[*cnt] = v;
         (*cnt)++;
-        *(const char *const **)p = res->list;
+        *(const char *const **)p = list;
         return 0;
     }
     }
@@ -158,7 +174,7 @@ int flags_parse(const flag_def *defs, int n_defs, void *base, int argc, char **a
         const char *value = eq ? eq + 1 : NULL;
         if (!d && !eq && len > 2 && strncmp(name, "no", 2) == 0) {
             const flag_def *b = find(defs, n_defs, name + 2, len - 2);
-            if (b && b->type == FLAG_BOOL) {
+            if (b && (b->type == FLAG_BOOL || b->type == FLAG_NOTE_BOOL)) {
                 d = b;
                 value = "false";
             }
@@ -178,9 +194,8 @@ int flags_parse(const flag_def *defs, int n_defs, void *base, int argc, char **a
             return 2;
         }
         if (!value) {
-            if (d->type == FLAG_BOOL ||
-                (d->type == FLAG_NOTE && (i + 1 >= argc || !strncmp(argv[i + 1], "--", 2))))
-                value = "true"; /* TF-Slim's boolean flags noted here (--sync_replicas) */
+            if (d->type == FLAG_BOOL || d->type == FLAG_NOTE_BOOL)
+                value = "true"; /* absl: a boolean flag alone is true */
             else if (i + 1 < argc)
                 value = argv[++i];
             else {
@@ -188,7 +203,7 @@ int flags_parse(const flag_def *defs, int n_defs, void *base, int argc, char **a
                 return 2;
             }
         }
-        int rc = set_value(d, base, value, res, err, err_size);
+        int rc = set_value(defs, d, base, value, res, err, err_size);
         if (rc)
             return rc;
         size_t l = strlen(res->settings);
@@ -201,7 +216,8 @@ void flags_usage(FILE *f, const char *usage, const flag_def *defs, int n_defs)
 {
     fprintf(f, "%s\n", usage);
     for (int i = 0; i < n_defs; i++) {
-        if (!defs[i].help || !defs[i].help[0] || defs[i].type == FLAG_NOTE)
+        if (!defs[i].help || !defs[i].help[0] || defs[i].type == FLAG_NOTE ||
+            defs[i].type == FLAG_NOTE_BOOL)
             continue;
         if (defs[i].type == FLAG_STR && defs[i].name[0] == 0) { /* a section heading */
             fprintf(f, "\n%s\n", defs[i].help);

@@ -12,14 +12,15 @@
 #include <stdio.h>
 
 typedef enum flag_type {
-    FLAG_STR = 1, /* const char * (points into argv or the run file's strings) */
-    FLAG_INT,     /* int */
-    FLAG_I64,     /* int64_t */
-    FLAG_DBL,     /* double */
-    FLAG_BOOL,    /* bool */
-    FLAG_U64,     /* uint64_t */
-    FLAG_NOTE,    /* accepted and ignored with a note (TF-Slim's distribution flags) */
-    FLAG_LIST,    /* const char *const * with an int count at off2 (repeatable: --plugin) */
+    FLAG_STR = 1,   /* const char * (points into argv or the run file's strings) */
+    FLAG_INT,       /* int */
+    FLAG_I64,       /* int64_t */
+    FLAG_DBL,       /* double */
+    FLAG_BOOL,      /* bool */
+    FLAG_U64,       /* uint64_t */
+    FLAG_NOTE,      /* accepted and ignored with a note (TF-Slim's distribution flags) */
+    FLAG_NOTE_BOOL, /* the same for a TF-Slim boolean: --name alone is true, --noname false */
+    FLAG_LIST,      /* const char *const * with an int count at off2 (repeatable: --plugin) */
 } flag_type;
 
 typedef struct flag_def {
@@ -31,6 +32,7 @@ typedef struct flag_def {
 
 #define FLAGS_MAX_POS 64
 #define FLAGS_MAX_LIST 16
+#define FLAGS_MAX_LISTS 4 /* FLAG_LIST flags in one table */
 
 typedef struct flags_result {
     int n_pos;
@@ -38,7 +40,7 @@ typedef struct flags_result {
     bool help;
     char notes[1024];    /* ignored flags, for the caller to print */
     char settings[8192]; /* "name=value\n" for every flag given, in order */
-    const char *list[FLAGS_MAX_LIST];
+    const char *list[FLAGS_MAX_LISTS][FLAGS_MAX_LIST]; /* the FLAG_LIST flags' values */
 } flags_result;
 
 /* Parse argv[first..argc). Returns 0, or 2 with a message in err (usage error). */

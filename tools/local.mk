@@ -15,6 +15,11 @@ readme-flags: tools/slimrun$(EXEEXT)
 	@top_srcdir=$(top_srcdir) top_builddir=$(top_builddir) \
 	  $(SHELL) $(top_srcdir)/tests/tools/readme_flags.sh --update
 .PHONY: readme-flags
+# What a new user hit (issue 31): flags, --set, messages, convert (TAP).
+TESTS += tests/tools/newcomer.sh
+EXTRA_DIST += tests/tools/newcomer.sh
+tests/tools/newcomer.log: tools/slimrun$(EXEEXT)
+
 include tools/inspect.mk
 include tools/data.mk
 include tools/train.mk

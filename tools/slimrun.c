@@ -27,13 +27,24 @@ static void usage(FILE *f)
     for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
         if (commands[i])
             fprintf(f, "  %-10s %s\n", commands[i]->name, commands[i]->summary);
-    fprintf(f, "\n'slimrun COMMAND --help' describes a command's flags.\n"
+    fprintf(f, "\n'slimrun COMMAND --help' (or 'slimrun help COMMAND') describes a command's "
+               "flags.\n"
                "'slimrun --version' prints the version.\n");
 }
 
 int main(int argc, char **argv)
 {
     if (argc < 2) {
+        usage(stderr);
+        return 2;
+    }
+    if (!strcmp(argv[1], "help") && argc > 2) { /* slimrun help CMD: slimrun CMD --help */
+        for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
+            if (commands[i] && !strcmp(commands[i]->name, argv[2])) {
+                char *av[] = {argv[2], "--help", NULL};
+                return commands[i]->run(2, av);
+            }
+        fprintf(stderr, "slimrun help: unknown command '%s'\n\n", argv[2]);
         usage(stderr);
         return 2;
     }

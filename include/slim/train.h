@@ -81,6 +81,10 @@ typedef struct slim_train_config {
     int n_plugins;
     int num_classes;      /* 0 = the dataset's */
     int train_image_size; /* 0 = the model's default */
+    /* "NAME=VALUE" overrides of the model file's vars: (depth_multiplier=0.5,
+     * slimrun's --set), recorded in the checkpoints' run_config */
+    const char *const *defines;
+    int n_defines;
 
     /* data */
     const char *dataset_name;
@@ -259,7 +263,13 @@ typedef struct slim_eval_config {
     const char *model_name, *model_path;
     const char *const *plugins;
     int n_plugins;
+    /* eval_image_size 0: the size the checkpoint was trained at (its
+     * --train_image_size), else the model's */
     int num_classes, eval_image_size;
+    /* "NAME=VALUE" overrides of the model's vars:; none given: the checkpoint's
+     * (slim_checkpoint_info.defines) */
+    const char *const *defines;
+    int n_defines;
     const char *checkpoint_path; /* file, or a train_dir (newest checkpoint) */
     const char *eval_dir;        /* metrics.jsonl and event files; NULL = none */
     const char *dataset_name, *dataset_dir, *dataset_split_name, *file_pattern;
@@ -307,6 +317,11 @@ typedef struct slim_checkpoint_info {
     bool has_ema;
     int num_classes;
     char model_name[128], optimizer[64];
+    /* From the run's flags (its run_config): --train_image_size (0 when not
+     * given: the model's default), and its --set overrides of the model's
+     * vars, "NAME=VALUE" a line ("" when none) */
+    int image_size;
+    char defines[512];
 } slim_checkpoint_info;
 
 /* Restore the graph's parameters from a checkpoint file or directory. */
