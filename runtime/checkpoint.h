@@ -10,6 +10,8 @@
 #include <slim/data.h>
 #include <slim/train.h>
 
+#include "runtime/checkpoint.pb-c.h"
+
 /* What a checkpoint holds, and where restoring puts it. */
 typedef struct slim__rt_ckpt_state {
     slim_graph *g;
@@ -35,8 +37,45 @@ typedef struct slim__rt_ckpt_state {
 
 /* "DIR/model.ckpt-STEP.slimckpt" */
 void slim__rt_ckpt_path(const char *dir, int64_t step, char *path, size_t n);
+/* "DIR/model.ckpt-STEP": a TensorFlow V2 checkpoint's prefix (--save_format=tf) */
+void slim__rt_ckpt_tf_prefix(const char *dir, int64_t step, char *path, size_t n);
 
 slim_status slim__rt_ckpt_save(const char *path, const slim__rt_ckpt_state *s, slim_error *err);
+/* The same as a TensorFlow V2 checkpoint at prefix (--save_format=tf): the
+ * parameters by their names, slots as NAME/Momentum, NAME/Adam, NAME/Adam_1
+ * ..., moving averages as NAME/ExponentialMovingAverage, global_step, and the
+ * run header as the string tensor _SLIM_CHECKPOINT_HEADER; then the
+ * directory's `checkpoint` state file. */
+slim_status slim__rt_ckpt_save_tf(const char *prefix, const slim__rt_ckpt_state *s,
+                                  slim_error *err);
+
+/* The directory's TensorFlow `checkpoint` state file, naming its newest
+ * model.ckpt-STEP.index (and all of them), for TensorFlow's tools. */
+slim_status slim__rt_ckpt_write_state_file(const char *dir, slim_error *err);
+/* The shape TensorFlow gives parameter name: slim's own, except a depthwise
+ * filter (KH,KW,1,C*M) -> (KH,KW,C*M,1) (the same values; TF-Slim's shape for
+ * depth_multiplier 1). */
+void slim__tf_shape_of(const char *name, const slim_shape *s, int *rank, int64_t *dim);
+
+/* Writing slim's format record by record (saving, and `slimrun ckpt
+ * convert`): open with the header (n_tensors set), add exactly that many
+ * tensors, close (footer, fsync, rename into place). On failure the
+ * temporary file is removed and earlier checkpoints are intact. */
+typedef struct slim__rt_ckpt_writer slim__rt_ckpt_writer;
+slim_status slim__rt_ckpt_writer_open(const char *path, const Slimckpt__CheckpointHeader *h,
+                                      slim__rt_ckpt_writer **out, slim_error *err);
+/* kind: SLIMCKPT__TENSOR_KIND__PARAM, __SLOT (slot name and index), __EMA */
+slim_status slim__rt_ckpt_writer_add(slim__rt_ckpt_writer *w, const char *name, int kind,
+                                     const char *slot, int slot_index, int rank,
+                                     const int64_t *dim, const float *data, bool trainable,
+                                     slim_error *err);
+slim_status slim__rt_ckpt_writer_close(slim__rt_ckpt_writer *w, slim_error *err);
+void slim__rt_ckpt_writer_abort(slim__rt_ckpt_writer *w);
+/* The header of state s with n_tensors tensors (strings borrowed from s). */
+void slim__rt_ckpt_header(const slim__rt_ckpt_state *s, int n_tensors,
+                          Slimckpt__CheckpointHeader *h);
+/* fsync the directory of path (after a rename into it). */
+void slim__rt_fsync_dir(const char *path);
 
 /* resume: parameters, slots, moving averages and the header fields into s
  * (every trainable parameter's slots must be there). Otherwise (fine-tuning,
@@ -44,8 +83,9 @@ slim_status slim__rt_ckpt_save(const char *path, const slim__rt_ckpt_state *s, s
 slim_status slim__rt_ckpt_restore(const char *path, slim__rt_ckpt_state *s, bool resume,
                                   const slim_restore_opts *o, slim_error *err);
 
-/* Checkpoints in dir, newest first: steps[i] and paths (each n bytes) for up
- * to max entries; returns how many (or -1 when dir cannot be read). */
+/* Checkpoints in dir (slim's model.ckpt-STEP.slimckpt and TensorFlow's
+ * model.ckpt-STEP.index), newest first: steps[i] and paths (each n bytes) for
+ * up to max entries; returns how many (or -1 when dir cannot be read). */
 int slim__rt_ckpt_list(const char *dir, int64_t *steps, char (*paths)[1024], int max);
 
 /* Delete all but the newest keep checkpoints in dir (and stale temporary files). */

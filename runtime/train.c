@@ -378,6 +378,12 @@ slim_status slim__rt_trainer_setup(slim__rt_trainer *t, const slim_train_config 
         }
     }
 
+    if (c->save_format && strcmp(c->save_format, "slim") && strcmp(c->save_format, "tf"))
+        return slim__error(err, SLIM_EINVAL,
+                           "--save_format=%s: expected slim (model.ckpt-N.slimckpt) or tf "
+                           "(TensorFlow V2 checkpoints)",
+                           c->save_format);
+
     /* initial state */
     st = slim_graph_init_params(t->g, c->seed, err);
     if (st)
@@ -407,6 +413,7 @@ slim_status slim__rt_trainer_setup(slim__rt_trainer *t, const slim_train_config 
                                      .p = t->train,
                                      .n_slots = t->opt.n_slots,
                                      .slot_names = t->opt.slot_names,
+                                     .optimizer = t->opt.op,
                                      .ema = t->has_ema ? t->ema.avg : NULL};
             st = slim__rt_ckpt_restore(latest, &s, true, NULL, err);
             if (st) {

@@ -17,7 +17,11 @@ static slim_status save(slim__rt_trainer *t, slim_train_result *res, const int64
 {
     const slim_train_config *c = t->c;
     char path[1024], model[PATH_MAX];
-    slim__rt_ckpt_path(c->train_dir, t->step, path, sizeof path);
+    bool tf = c->save_format && !strcmp(c->save_format, "tf");
+    if (tf)
+        slim__rt_ckpt_tf_prefix(c->train_dir, t->step, path, sizeof path);
+    else
+        slim__rt_ckpt_path(c->train_dir, t->step, path, sizeof path);
     /* --model as an absolute path: eval run from elsewhere finds it too */
     const char *model_name = c->model_name;
     if (c->model_path)
@@ -46,12 +50,14 @@ static slim_status save(slim__rt_trainer *t, slim_train_result *res, const int64
     double t0 = slim__rt_now();
     if (t->dist) /* the others wait at the next collective: their deadlines allow for it */
         slim__dist_set_alone(t->dist, true);
-    slim_status st = slim__rt_ckpt_save(path, &s, err);
+    slim_status st = tf ? slim__rt_ckpt_save_tf(path, &s, err) : slim__rt_ckpt_save(path, &s, err);
     if (t->dist)
         slim__dist_set_alone(t->dist, false);
     if (st)
         return st;
     slim__rt_ckpt_prune(c->train_dir, c->max_checkpoints_to_keep);
+    if (tf && (st = slim__rt_ckpt_write_state_file(c->train_dir, err)))
+        return st;
     if (t->trace && t->tracing)
         slim__rt_trace_span(t->trace, 0, "checkpoint", "checkpoint", t0, slim__rt_now(), NULL);
     snprintf(res->last_checkpoint, sizeof res->last_checkpoint, "%s", path);

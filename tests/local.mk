@@ -82,3 +82,4 @@ include tests/runtime/local.mk
 include tests/data/local.mk
 include tests/dsl/local.mk
 include tests/fuzz/local.mk
+include tests/interop/local.mk

@@ -142,6 +142,8 @@ static const flag_def train_flags[] = {
      "and/or every this many steps (0 = by time)"},
     {"max_checkpoints_to_keep", FLAG_INT, T(max_checkpoints_to_keep), 0,
      "newest checkpoints kept (5)"},
+    {"save_format", FLAG_STR, T(save_format), 0,
+     "slim (model.ckpt-N.slimckpt) or tf (TensorFlow V2: model.ckpt-N.index + .data)"},
     {"checkpoint_path", FLAG_STR, T(checkpoint_path), 0,
      "fine-tune from this checkpoint (a file, or a directory: its newest)"},
     {"checkpoint_exclude_scopes", FLAG_STR, T(checkpoint_exclude_scopes), 0,

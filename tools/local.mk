@@ -24,3 +24,4 @@ include tools/inspect.mk
 include tools/data.mk
 include tools/train.mk
 include tools/bench.mk
+include tools/ckpt.mk

@@ -148,6 +148,8 @@ typedef struct slim_train_config {
     double save_interval_secs;   /* 600 */
     int64_t save_interval_steps; /* 0 = by time only */
     int max_checkpoints_to_keep; /* 5 */
+    const char *save_format;     /* "slim" (NULL: model.ckpt-STEP.slimckpt) or "tf"
+                                  * (TensorFlow V2: model.ckpt-STEP.index/.data-*) */
     const char *checkpoint_path; /* fine-tune from (file or directory) */
     const char *checkpoint_exclude_scopes;
     const char *trainable_scopes;
@@ -308,6 +310,10 @@ typedef struct slim_restore_opts {
     int use_ema;                /* -1 auto: moving averages when present, 0 no, 1 required */
     char *report;               /* filled with what was skipped/excluded (may be NULL) */
     size_t report_size;
+    /* "CKPT_SCOPE=MODEL_SCOPE,...": parameters under MODEL_SCOPE come from the
+     * checkpoint's CKPT_SCOPE ("/" or "" = the root; TensorFlow's
+     * init_from_checkpoint assignment_map). NULL: names as they are. */
+    const char *assignment_map;
 } slim_restore_opts;
 
 typedef struct slim_checkpoint_info {
@@ -324,7 +330,9 @@ typedef struct slim_checkpoint_info {
     char defines[512];
 } slim_checkpoint_info;
 
-/* Restore the graph's parameters from a checkpoint file or directory. */
+/* Restore the graph's parameters from a checkpoint: slim's, or TensorFlow's
+ * V1 / V2 (a file, a V2 prefix or .index, or a directory: its newest), by
+ * TF-Slim's variable names. */
 SLIM_EXPORT slim_status slim_checkpoint_restore(const char *path, slim_graph *g,
                                                 const slim_restore_opts *o,
                                                 slim_checkpoint_info *info, slim_error *err);

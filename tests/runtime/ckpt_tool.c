@@ -1,6 +1,7 @@
 /* tests/runtime/ckpt_tool.c - checkpoint helper for the shell tests:
  *   ckpt_tool same A B      exit 0 when every tensor (parameters, optimizer
  *                           slots, moving averages) and the step are bit-identical
+ *                           (A and B in any format slim reads: slim's, TensorFlow's)
  *   ckpt_tool same A B SUB  the same for the parameters whose name contains SUB only
  *   ckpt_tool close A B TOL exit 0 when the steps match and every tensor of A is in
  *                           B with max |a - b| <= TOL * max |a| (float tolerance:
@@ -11,7 +12,7 @@
  *                           (4 classes, a bright band per class), for convert
  *   ckpt_tool records FILE  exit 0 when FILE reads as whole TFRecords to its
  *                           end (CRCs checked); prints their count */
-#include "runtime/checkpoint.pb-c.h"
+#include "runtime/ckpt_reader.h"
 
 #include <slim/data.h>
 #include <slim/train.h>
@@ -27,48 +28,40 @@ typedef struct rec {
     uint8_t *data;
 } rec;
 
-/* Every record after the header: "kind/slot/name" -> data. Returns the count or -1. */
+/* Every tensor of a checkpoint of any format (runtime/ckpt_reader.h), by
+ * "kind/slot/name": 0 values, 1 optimizer slots, 2 moving averages (slim's
+ * own constants, global_step and bookkeeping left out). Returns the count or -1. */
 static int load(const char *path, rec **out, int64_t *step)
 {
-    slim_tfrecord_reader *r;
+    slim__ckpt *c;
     slim_error e = {0};
-    if (slim_tfrecord_open(path, SLIM_COMPRESSION_NONE, true, &r, &e)) {
+    if (slim__ckpt_open(path, &c, &e)) {
         fprintf(stderr, "%s\n", e.msg);
         return -1;
     }
-    const uint8_t *d;
-    size_t len;
-    int64_t off;
-    int n = 0, cap = 0;
-    rec *recs = NULL;
-    bool first = true;
-    while (slim_tfrecord_next(r, &d, &len, &off, &e) == SLIM_OK && d) {
-        if (first) {
-            Slimckpt__CheckpointHeader *h = slimckpt__checkpoint_header__unpack(NULL, len, d);
-            if (!h)
-                break;
-            *step = h->global_step;
-            slimckpt__checkpoint_header__free_unpacked(h, NULL);
-            first = false;
+    *step = slim__ckpt_global_step(c);
+    int n = 0;
+    rec *recs = calloc((size_t)slim__ckpt_count(c) + 1, sizeof *recs);
+    for (int i = 0; recs && i < slim__ckpt_count(c); i++) {
+        const slim__ckpt_entry *t = slim__ckpt_at(c, i);
+        int kind = t->kind == SLIM__CK_VALUE ? 0 : t->kind == SLIM__CK_SLOT ? 1 : 2;
+        const char *name = t->var ? t->var : t->name;
+        if ((t->kind != SLIM__CK_VALUE && t->kind != SLIM__CK_SLOT && t->kind != SLIM__CK_EMA) ||
+            !strncmp(name, "slim_const/", 11))
             continue;
-        }
-        Slimckpt__CheckpointTensor *t = slimckpt__checkpoint_tensor__unpack(NULL, len, d);
-        if (!t || !t->name)
-            continue; /* the footer */
-        if (n == cap) {
-            cap = cap ? 2 * cap : 64;
-            recs = realloc(recs, (size_t)cap * sizeof *recs);
-        }
-        size_t kl = strlen(t->name) + 64;
+        size_t kl = strlen(t->name) + 128;
         recs[n].key = malloc(kl);
-        snprintf(recs[n].key, kl, "%d/%s/%s", t->kind, t->slot ? t->slot : "", t->name);
-        recs[n].len = t->data.len;
-        recs[n].data = malloc(t->data.len + 1);
-        memcpy(recs[n].data, t->data.data, t->data.len);
+        snprintf(recs[n].key, kl, "%d/%s/%s", kind, kind == 1 ? t->slot : "", name);
+        void *data;
+        if (slim__ckpt_read_raw(c, i, &data, &recs[n].len, &e)) {
+            fprintf(stderr, "%s\n", e.msg);
+            free(recs[n].key);
+            break;
+        }
+        recs[n].data = data;
         n++;
-        slimckpt__checkpoint_tensor__free_unpacked(t, NULL);
     }
-    slim_tfrecord_close(r);
+    slim__ckpt_close(c);
     *out = recs;
     return n;
 }
