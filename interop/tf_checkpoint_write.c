@@ -119,7 +119,8 @@ static slim_status add_kv(slim__tfw *w, const slim__buf *key, const ProtobufCMes
         free(e->val);
         return oom(err);
     }
-    memcpy(e->key, key->p, key->n);
+    if (key->n)
+        memcpy(e->key, key->p, key->n);
     e->klen = key->n;
     e->vlen = protobuf_c_message_pack(msg, e->val);
     w->nkv++;

@@ -119,7 +119,13 @@ static void check_input(const char *dir)
     char rel[512];
     snprintf(rel, sizeof rel, "%s/results.json", dir);
     size_t len;
-    char *js = (char *)tap_read_file(tap_data_path(rel), &len);
+    uint8_t *raw = tap_read_file(tap_data_path(rel), &len);
+    char *js = raw ? malloc(len + 1) : NULL;
+    if (js) {
+        memcpy(js, raw, len);
+        js[len] = 0;
+    }
+    free(raw);
     double v[32];
     int n = 0;
     for (char *p = js ? strchr(js, '[') : NULL; p && n < 32;) {
