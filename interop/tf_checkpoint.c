@@ -834,6 +834,8 @@ static slim_status proto_values(const char *file, const char *name,
 {
     int es = slim__dt_size(dtype);
     size_t got;
+    if (n == 0)
+        return SLIM_OK;
     if (p->tensor_content.len) {
         if (!es || p->tensor_content.len != (size_t)n * (size_t)es)
             goto bad;

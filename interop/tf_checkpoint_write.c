@@ -136,7 +136,7 @@ static slim_status add_meta(slim__tfw *w, const char *name, int dtype, int rank,
         if (!strcmp(w->m[i].name, name))
             m = &w->m[i];
     if (m && (m->dtype != dtype || m->rank != rank ||
-              memcmp(m->dim, dim, (size_t)rank * sizeof *dim) != 0))
+              (rank && memcmp(m->dim, dim, (size_t)rank * sizeof *dim) != 0)))
         return slim__error(err, SLIM_EINVAL, "'%s' added twice with different shapes or types",
                            name);
     if (!m) {
@@ -154,7 +154,8 @@ static slim_status add_meta(slim__tfw *w, const char *name, int dtype, int rank,
             return oom(err);
         m->dtype = dtype;
         m->rank = rank;
-        memcpy(m->dim, dim, (size_t)rank * sizeof *dim);
+        if (rank)
+            memcpy(m->dim, dim, (size_t)rank * sizeof *dim);
         w->nm++;
     }
     size_t per = rank ? (size_t)rank : 1, k = (size_t)m->n_slices;

@@ -512,7 +512,7 @@ static slim_status slim_read(slim__ckpt *c, const slim__ckpt_entry *e, void *dst
                  t->data.len != (size_t)e->numel * 4)
             st = slim__error(err, SLIM_ECORRUPT, "%s: bad tensor record '%s' at byte %lld",
                              c->path, e->name, (long long)e->off);
-        else
+        else if (t->data.len)
             memcpy(dst, t->data.data, t->data.len);
         if (t)
             slimckpt__checkpoint_tensor__free_unpacked(t, NULL);
