@@ -49,9 +49,9 @@ static void oc_string(slim__buf *b, const char *s)
  * unary, the sign in the first payload bit. */
 static void oc_signed(slim__buf *b, int64_t v)
 {
-    static const uint8_t hdr[11][2] = {{0, 0},       {0x80, 0},    {0xc0, 0}, {0xe0, 0},
-                                       {0xf0, 0},    {0xf8, 0},    {0xfc, 0}, {0xfe, 0},
-                                       {0xff, 0},    {0xff, 0x80}, {0xff, 0xc0}};
+    static const uint8_t hdr[11][2] = {{0, 0},    {0x80, 0},    {0xc0, 0},   {0xe0, 0},
+                                       {0xf0, 0}, {0xf8, 0},    {0xfc, 0},   {0xfe, 0},
+                                       {0xff, 0}, {0xff, 0x80}, {0xff, 0xc0}};
     uint64_t x = v < 0 ? ~(uint64_t)v : (uint64_t)v;
     if (x < 64) {
         slim__buf_byte(b, (uint8_t)(0x80 ^ (uint8_t)v));
@@ -119,8 +119,9 @@ static slim_status set_shape(const char *file, const char *name,
         e->dim[i] = sp->dim[i]->size;
     e->numel = slim__ckpt_numel(e->rank, e->dim);
     if (e->numel < 0)
-        return slim__error(err, SLIM_ECORRUPT, "%s: '%s' has a bad shape (a negative or huge "
-                                               "dimension)",
+        return slim__error(err, SLIM_ECORRUPT,
+                           "%s: '%s' has a bad shape (a negative or huge "
+                           "dimension)",
                            file, name);
     return SLIM_OK;
 }
@@ -157,8 +158,8 @@ static slim_status add_slices(const char *file, const char *name, int rank,
         x->shard[k] = shard;
         if (p->n_extent != 0 && p->n_extent != (size_t)rank)
             return slim__error(err, SLIM_ECORRUPT,
-                               "%s: '%s': a slice of %zu dimensions for a tensor of rank %d",
-                               file, name, p->n_extent, rank);
+                               "%s: '%s': a slice of %zu dimensions for a tensor of rank %d", file,
+                               name, p->n_extent, rank);
         for (int d = 0; d < rank; d++) {
             const Tensorflow__TensorSliceProto__Extent *ex = p->n_extent ? p->extent[d] : NULL;
             bool has = ex && ex->has_length_case ==
@@ -330,7 +331,8 @@ static slim_status v2_bytes(slim__ckpt *c, const char *name, int shard, int64_t 
     if (im->mem && size)
         memcpy(buf, im->mem + off, (size_t)size);
     while (done < (size_t)size) {
-        ssize_t r = pread(fd, (char *)buf + done, (size_t)size - done, (off_t)(off + (int64_t)done));
+        ssize_t r =
+            pread(fd, (char *)buf + done, (size_t)size - done, (off_t)(off + (int64_t)done));
         if (r < 0 && errno == EINTR)
             continue;
         if (r <= 0)
@@ -448,8 +450,8 @@ static slim_status v2_read(slim__ckpt *c, const slim__ckpt_entry *e, void *dst, 
             uint8_t *buf = malloc(e->len ? (size_t)e->len : 1);
             if (!buf)
                 return slim__error(err, SLIM_ENOMEM, "out of memory reading '%s'", e->name);
-            slim_status st = v2_bytes(c, e->name, e->shard, e->off, e->len, e->crc, e->dtype, buf,
-                                      err);
+            slim_status st =
+                v2_bytes(c, e->name, e->shard, e->off, e->len, e->crc, e->dtype, buf, err);
             if (!st) {
                 shard_name(c->path, e->shard, im->num_shards, p, sizeof p);
                 st = parse_strings(p, e->name, buf, (size_t)e->len, e->numel, e->crc, out, err);
@@ -460,8 +462,8 @@ static slim_status v2_read(slim__ckpt *c, const slim__ckpt_entry *e, void *dst, 
         return v2_bytes(c, e->name, e->shard, e->off, e->len, e->crc, e->dtype, dst, err);
     }
     if (e->dtype == SLIM__DT_STRING)
-        return slim__error(err, SLIM_EUNSUPPORTED, "%s: '%s': partitioned string tensors",
-                           c->path, e->name);
+        return slim__error(err, SLIM_EUNSUPPORTED, "%s: '%s': partitioned string tensors", c->path,
+                           e->name);
     const slices *s = e->priv;
     slim__buf key = {0};
     int64_t st_[SLIM__CKPT_MAX_RANK], ln[SLIM__CKPT_MAX_RANK], n;
@@ -555,8 +557,9 @@ static slim_status v2_entry(void *user, const uint8_t *key, size_t klen, const u
         return SLIM_OK;
     }
     if (!s->header)
-        return slim__error(err, SLIM_ECORRUPT, "%s: no BundleHeaderProto under the \"\" key: not "
-                                               "a TensorFlow V2 index",
+        return slim__error(err, SLIM_ECORRUPT,
+                           "%s: no BundleHeaderProto under the \"\" key: not "
+                           "a TensorFlow V2 index",
                            s->file);
     Tensorflow__BundleEntryProto *b = tensorflow__bundle_entry_proto__unpack(NULL, vlen, val);
     if (!b)
@@ -689,8 +692,7 @@ static slim_status tf2_names(slim__ckpt *c, slim_error *err)
         if (st)
             return st;
         if (!g)
-            return slim__error(err, SLIM_ECORRUPT, "%s: bad _CHECKPOINTABLE_OBJECT_GRAPH",
-                               c->path);
+            return slim__error(err, SLIM_ECORRUPT, "%s: bad _CHECKPOINTABLE_OBJECT_GRAPH", c->path);
     }
     slim_status st = SLIM_OK;
     for (int i = 0; i < c->n && !st; i++) {
@@ -722,8 +724,8 @@ static slim_status tf2_names(slim__ckpt *c, slim_error *err)
                             if (r->slot_variable_node_id != (int)a)
                                 continue;
                             int ov = r->original_variable_node_id;
-                            if (ov >= 0 && (size_t)ov < g->n_nodes &&
-                                g->nodes[ov]->n_attributes && g->nodes[ov]->attributes[0]->full_name)
+                            if (ov >= 0 && (size_t)ov < g->n_nodes && g->nodes[ov]->n_attributes &&
+                                g->nodes[ov]->attributes[0]->full_name)
                                 var = g->nodes[ov]->attributes[0]->full_name;
                             slot = r->slot_name;
                             break;
@@ -951,7 +953,8 @@ static slim_status v1_read(slim__ckpt *c, const slim__ckpt_entry *e, void *dst, 
                              e->name, i);
             break;
         }
-        Tensorflow__SavedTensorSlices *sts = tensorflow__saved_tensor_slices__unpack(NULL, vlen, val);
+        Tensorflow__SavedTensorSlices *sts =
+            tensorflow__saved_tensor_slices__unpack(NULL, vlen, val);
         const Tensorflow__SavedSlice *d = sts ? sts->data : NULL;
         if (!d || !d->name || strcmp(d->name, e->name) != 0 || !d->data)
             st = slim__error(err, SLIM_ECORRUPT,

@@ -89,8 +89,8 @@ slim_status slim__tfw_new(const char *path, slim__tfw_format format, int num_sha
     for (int i = 0; i < num_shards; i++) {
         w->data[i] = fopen(w->tmp[i], "wbe");
         if (!w->data[i]) {
-            slim_status st = slim__error(err, SLIM_EIO, "cannot create %s: %s", w->tmp[i],
-                                         strerror(errno));
+            slim_status st =
+                slim__error(err, SLIM_EIO, "cannot create %s: %s", w->tmp[i], strerror(errno));
             slim__tfw_free(w);
             return st;
         }
@@ -127,9 +127,8 @@ static slim_status add_kv(slim__tfw *w, const slim__buf *key, const ProtobufCMes
     return SLIM_OK;
 }
 
-static slim_status add_meta(slim__tfw *w, const char *name, int dtype, int rank,
-                            const int64_t *dim, const int64_t *start, const int64_t *len,
-                            meta_t **out, slim_error *err)
+static slim_status add_meta(slim__tfw *w, const char *name, int dtype, int rank, const int64_t *dim,
+                            const int64_t *start, const int64_t *len, meta_t **out, slim_error *err)
 {
     meta_t *m = NULL;
     for (int i = w->nm - 1; i >= 0 && !m; i--)
@@ -483,8 +482,7 @@ static slim_status add_meta_entries(slim__tfw *w, slim_error *err)
                 st = oom(err);
             size_t per = m->rank ? (size_t)m->rank : 1;
             for (int k = 0; !st && k < m->n_slices; k++) {
-                slice_proto(&sl[k], m->rank, m->start + (size_t)k * per,
-                            m->len + (size_t)k * per);
+                slice_proto(&sl[k], m->rank, m->start + (size_t)k * per, m->len + (size_t)k * per);
                 sp[k] = &sl[k].p;
             }
             e.n_slices = (size_t)m->n_slices;
@@ -579,8 +577,8 @@ slim_status slim__tfw_finish(slim__tfw *w, slim_error *err)
     if (!st)
         st = slim__tft_writer_new(w->tmp[ti], &(slim__tft_opts){0}, &tw, err);
     for (int i = 0; !st && i < w->nkv; i++)
-        st = slim__tft_writer_add(tw, w->kv[i].key, w->kv[i].klen, w->kv[i].val, w->kv[i].vlen,
-                                  err);
+        st =
+            slim__tft_writer_add(tw, w->kv[i].key, w->kv[i].klen, w->kv[i].val, w->kv[i].vlen, err);
     if (tw)
         st = st ? (slim__tft_writer_free(tw), st) : slim__tft_writer_finish(tw, err);
     /* data first, the index last: a V2 checkpoint exists once its index does */

@@ -713,8 +713,8 @@ slim_status slim__tft_writer_new(const char *path, const slim__tft_opts *o, slim
     return SLIM_OK;
 }
 
-slim_status slim__tft_writer_add(slim__tft_writer *w, const void *key, size_t klen,
-                                 const void *val, size_t vlen, slim_error *err)
+slim_status slim__tft_writer_add(slim__tft_writer *w, const void *key, size_t klen, const void *val,
+                                 size_t vlen, slim_error *err)
 {
     if (w->any && keycmp(key, klen, w->last_key.p, w->last_key.n) <= 0)
         return slim__error(err, SLIM_EINVAL,

@@ -52,9 +52,8 @@ bool slim__tft_saw_snappy(const slim__tft *t);
 /* Every entry in order. fn's key and value are valid during the call; off is
  * the entry's byte offset within its block's stored bytes (for messages).
  * A nonzero status from fn stops the scan and is returned. */
-typedef slim_status (*slim__tft_fn)(void *user, const uint8_t *key, size_t klen,
-                                    const uint8_t *val, size_t vlen, int64_t block_off,
-                                    slim_error *err);
+typedef slim_status (*slim__tft_fn)(void *user, const uint8_t *key, size_t klen, const uint8_t *val,
+                                    size_t vlen, int64_t block_off, slim_error *err);
 slim_status slim__tft_scan(slim__tft *t, slim__tft_fn fn, void *user, slim_error *err);
 
 /* The value of key: *found false when absent. *val points into a buffer of t,
@@ -76,8 +75,8 @@ typedef struct slim__tft_opts {
 slim_status slim__tft_writer_new(const char *path, const slim__tft_opts *o, slim__tft_writer **out,
                                  slim_error *err);
 /* Keys must come in strictly increasing byte order. */
-slim_status slim__tft_writer_add(slim__tft_writer *w, const void *key, size_t klen,
-                                 const void *val, size_t vlen, slim_error *err);
+slim_status slim__tft_writer_add(slim__tft_writer *w, const void *key, size_t klen, const void *val,
+                                 size_t vlen, slim_error *err);
 /* The remaining blocks and the footer; flushes, fsyncs and closes the file,
  * and frees w (also on failure). */
 slim_status slim__tft_writer_finish(slim__tft_writer *w, slim_error *err);

@@ -112,9 +112,8 @@ slim_status slim__rt_ckpt_writer_open(const char *path, const Slimckpt__Checkpoi
 }
 
 slim_status slim__rt_ckpt_writer_add(slim__rt_ckpt_writer *w, const char *name, int kind,
-                                     const char *slot, int slot_index, int rank,
-                                     const int64_t *dim, const float *data, bool trainable,
-                                     slim_error *err)
+                                     const char *slot, int slot_index, int rank, const int64_t *dim,
+                                     const float *data, bool trainable, slim_error *err)
 {
     Slimckpt__CheckpointTensor t = SLIMCKPT__CHECKPOINT_TENSOR__INIT;
     t.name = (char *)name;
@@ -266,9 +265,9 @@ slim_status slim__rt_ckpt_save(const char *path, const slim__rt_ckpt_state *s, s
         for (int k = 0; s->p && k < s->n_slots && !st; k++) {
             slim_tensor sv;
             if (slim_program_slot(s->p, name, k, &sv, NULL) == SLIM_OK)
-                st = slim__rt_ckpt_writer_add(w, name, SLIMCKPT__TENSOR_KIND__SLOT,
-                                              s->slot_names[k], k, sv.shape.rank, sv.shape.dim,
-                                              sv.data, false, err);
+                st =
+                    slim__rt_ckpt_writer_add(w, name, SLIMCKPT__TENSOR_KIND__SLOT, s->slot_names[k],
+                                             k, sv.shape.rank, sv.shape.dim, sv.data, false, err);
         }
         if (!st && s->ema && s->ema[i])
             st = slim__rt_ckpt_writer_add(w, name, SLIMCKPT__TENSOR_KIND__EMA, NULL, 0,

@@ -66,9 +66,8 @@ slim_status slim__rt_ckpt_writer_open(const char *path, const Slimckpt__Checkpoi
                                       slim__rt_ckpt_writer **out, slim_error *err);
 /* kind: SLIMCKPT__TENSOR_KIND__PARAM, __SLOT (slot name and index), __EMA */
 slim_status slim__rt_ckpt_writer_add(slim__rt_ckpt_writer *w, const char *name, int kind,
-                                     const char *slot, int slot_index, int rank,
-                                     const int64_t *dim, const float *data, bool trainable,
-                                     slim_error *err);
+                                     const char *slot, int slot_index, int rank, const int64_t *dim,
+                                     const float *data, bool trainable, slim_error *err);
 slim_status slim__rt_ckpt_writer_close(slim__rt_ckpt_writer *w, slim_error *err);
 void slim__rt_ckpt_writer_abort(slim__rt_ckpt_writer *w);
 /* The header of state s with n_tensors tensors (strings borrowed from s). */

@@ -144,8 +144,8 @@ static slim_status to_slim(slim__ckpt *c, const char *out, const slim_registry *
             why = "more dimensions than slim holds";
         else if (e->kind == SLIM__CK_OPT)
             why = "optimizer state slim computes itself";
-        else if (e->kind == SLIM__CK_SLOT && (!od || e->slot_index < 0 ||
-                                               e->slot_index >= od->n_slots || !od->slots))
+        else if (e->kind == SLIM__CK_SLOT &&
+                 (!od || e->slot_index < 0 || e->slot_index >= od->n_slots || !od->slots))
             why = "a slot of an optimizer slim does not know here";
         if (why) {
             if (dropped++ < 20)
@@ -213,8 +213,8 @@ static slim_status to_slim(slim__ckpt *c, const char *out, const slim_registry *
         st = slim__ckpt_read_f32(c, p[k].i, data, e->numel, err);
         const char *seg = strrchr(p[k].name, '/');
         seg = seg ? seg + 1 : p[k].name;
-        bool trainable = p[k].kind == SLIMCKPT__TENSOR_KIND__PARAM &&
-                         strcmp(seg, "moving_mean") && strcmp(seg, "moving_variance");
+        bool trainable = p[k].kind == SLIMCKPT__TENSOR_KIND__PARAM && strcmp(seg, "moving_mean") &&
+                         strcmp(seg, "moving_variance");
         if (!st)
             st = slim__rt_ckpt_writer_add(w, p[k].name, p[k].kind, p[k].slot, p[k].slot_index,
                                           p[k].rank, p[k].dim, data, trainable, err);

@@ -26,15 +26,26 @@
 int slim__dt_size(int t)
 {
     switch (t) {
-    case SLIM__DT_FLOAT: case SLIM__DT_INT32: case SLIM__DT_UINT32: return 4;
-    case SLIM__DT_DOUBLE: case SLIM__DT_INT64: case SLIM__DT_UINT64: case SLIM__DT_COMPLEX64:
-        return 8;
-    case SLIM__DT_UINT8: case SLIM__DT_INT8: case SLIM__DT_BOOL: return 1;
-    case SLIM__DT_INT16: case SLIM__DT_UINT16: case SLIM__DT_HALF: case SLIM__DT_BFLOAT16: return 2;
+    case SLIM__DT_FLOAT:
+    case SLIM__DT_INT32:
+    case SLIM__DT_UINT32: return 4;
+    case SLIM__DT_DOUBLE:
+    case SLIM__DT_INT64:
+    case SLIM__DT_UINT64:
+    case SLIM__DT_COMPLEX64: return 8;
+    case SLIM__DT_UINT8:
+    case SLIM__DT_INT8:
+    case SLIM__DT_BOOL: return 1;
+    case SLIM__DT_INT16:
+    case SLIM__DT_UINT16:
+    case SLIM__DT_HALF:
+    case SLIM__DT_BFLOAT16: return 2;
     case SLIM__DT_COMPLEX128: return 16;
-    case 11: case 12: return 1; /* qint8, quint8 */
-    case 13: return 4;          /* qint32 */
-    case 15: case 16: return 2; /* qint16, quint16 */
+    case 11:
+    case 12: return 1; /* qint8, quint8 */
+    case 13: return 4; /* qint32 */
+    case 15:
+    case 16: return 2; /* qint16, quint16 */
     default: return 0;
     }
 }
@@ -42,11 +53,12 @@ int slim__dt_size(int t)
 const char *slim__dt_name(int t)
 {
     static const char *names[] = {
-        [1] = "float",   [2] = "double",    [3] = "int32",     [4] = "uint8",   [5] = "int16",
-        [6] = "int8",    [7] = "string",    [8] = "complex64", [9] = "int64",   [10] = "bool",
-        [11] = "qint8",  [12] = "quint8",   [13] = "qint32",   [14] = "bfloat16",
-        [15] = "qint16", [16] = "quint16",  [17] = "uint16",   [18] = "complex128",
-        [19] = "half",   [20] = "resource", [21] = "variant",  [22] = "uint32",  [23] = "uint64"};
+        [1] = "float",    [2] = "double",      [3] = "int32",   [4] = "uint8",
+        [5] = "int16",    [6] = "int8",        [7] = "string",  [8] = "complex64",
+        [9] = "int64",    [10] = "bool",       [11] = "qint8",  [12] = "quint8",
+        [13] = "qint32",  [14] = "bfloat16",   [15] = "qint16", [16] = "quint16",
+        [17] = "uint16",  [18] = "complex128", [19] = "half",   [20] = "resource",
+        [21] = "variant", [22] = "uint32",     [23] = "uint64"};
     if (t > 0 && t < (int)(sizeof names / sizeof *names) && names[t])
         return names[t];
     static _Thread_local char buf[32];
@@ -185,9 +197,8 @@ bool slim__ckpt_has_ema(const slim__ckpt *c)
 static const struct {
     const char *op, *tf;
 } optimizers[] = {
-    {"momentum_update", "Momentum"}, {"rmsprop_update", "RMSProp"},
-    {"adam_update", "Adam"},         {"adagrad_update", "Adagrad"},
-    {"adadelta_update", "Adadelta"}, {"ftrl_update", "Ftrl"},
+    {"momentum_update", "Momentum"}, {"rmsprop_update", "RMSProp"},   {"adam_update", "Adam"},
+    {"adagrad_update", "Adagrad"},   {"adadelta_update", "Adadelta"}, {"ftrl_update", "Ftrl"},
 };
 
 const char *slim__tf_optimizer_name(const char *op)
@@ -210,8 +221,8 @@ void slim__tf_slot_suffix(const char *op, int k, char *buf, size_t n)
 }
 
 /* Slot variables TensorFlow's optimizers name VAR/NAME or VAR/NAME_K. */
-static const char *const tf_slot_names[] = {"Momentum", "RMSProp",         "Adam",
-                                            "Adagrad",  "Adadelta",        "Ftrl",
+static const char *const tf_slot_names[] = {"Momentum",  "RMSProp",         "Adam",
+                                            "Adagrad",   "Adadelta",        "Ftrl",
                                             "AdagradDA", "ProximalAdagrad", "Nadam"};
 
 static int slot_suffix_index(const char *seg)
@@ -386,8 +397,9 @@ slim_status slim__ckpt_read_raw(slim__ckpt *c, int i, void **data, size_t *len, 
     }
     int es = slim__dt_size(e->dtype);
     if (!es)
-        return slim__error(err, SLIM_EUNSUPPORTED, "%s: '%s' has %s elements, which slim cannot read",
-                           c->path, e->name, slim__dt_name(e->dtype));
+        return slim__error(err, SLIM_EUNSUPPORTED,
+                           "%s: '%s' has %s elements, which slim cannot read", c->path, e->name,
+                           slim__dt_name(e->dtype));
     if (e->numel > (int64_t)(SIZE_MAX / 2) / es)
         return slim__error(err, SLIM_ENOMEM, "%s: '%s' is too large", c->path, e->name);
     size_t n = (size_t)e->numel * (size_t)es;
@@ -510,8 +522,8 @@ static slim_status slim_read(slim__ckpt *c, const slim__ckpt_entry *e, void *dst
                              c->path, e->name, (long long)e->off, want, have);
         else if (!(t = slimckpt__checkpoint_tensor__unpack(NULL, n, buf)) ||
                  t->data.len != (size_t)e->numel * 4)
-            st = slim__error(err, SLIM_ECORRUPT, "%s: bad tensor record '%s' at byte %lld",
-                             c->path, e->name, (long long)e->off);
+            st = slim__error(err, SLIM_ECORRUPT, "%s: bad tensor record '%s' at byte %lld", c->path,
+                             e->name, (long long)e->off);
         else if (t->data.len)
             memcpy(dst, t->data.data, t->data.len);
         if (t)
@@ -803,9 +815,8 @@ static slim_status state_file(const char *dir, char *path, size_t n, slim_error 
     if (!f)
         return slim__error(err, SLIM_ENOTFOUND, "no checkpoint in %s", dir);
     char line[2048];
-    slim_status st = slim__error(err, SLIM_ENOTFOUND,
-                                 "%s has no model_checkpoint_path line: no checkpoint in %s", sp,
-                                 dir);
+    slim_status st = slim__error(
+        err, SLIM_ENOTFOUND, "%s has no model_checkpoint_path line: no checkpoint in %s", sp, dir);
     while (fgets(line, sizeof line, f)) {
         const char *k = "model_checkpoint_path:";
         char *s = strstr(line, k);

@@ -170,8 +170,7 @@ slim_status slim__ckpt_plan_make(slim__ckpt *c, slim_graph *g, const slim_restor
         if (!slim__dt_is_real(e->dtype)) {
             p->status[i] = SLIM__PLAN_DTYPE;
             p->n_bad++;
-        } else if (e->numel != slim_shape_numel(&v.shape) ||
-                   !same_values_layout(&v.shape, e, nm)) {
+        } else if (e->numel != slim_shape_numel(&v.shape) || !same_values_layout(&v.shape, e, nm)) {
             p->status[i] = SLIM__PLAN_SHAPE;
             p->n_bad++;
         } else {
@@ -275,10 +274,10 @@ static slim_status missing_error(slim__ckpt *c, slim_graph *g, const slim__ckpt_
                                  bool resume, slim_error *err)
 {
     char msg[3000];
-    size_t o = (size_t)snprintf(msg, sizeof msg,
-                                "%s: %d of the model's %d parameters %s not in the checkpoint:",
-                                slim__ckpt_path(c), p->n_missing, p->np,
-                                p->n_missing == 1 ? "is" : "are");
+    size_t o = (size_t)snprintf(
+        msg, sizeof msg,
+        "%s: %d of the model's %d parameters %s not in the checkpoint:", slim__ckpt_path(c),
+        p->n_missing, p->np, p->n_missing == 1 ? "is" : "are");
     int shown = 0;
     const char *first = NULL;
     for (int i = 0; i < p->np && o < sizeof msg; i++) {
@@ -331,7 +330,8 @@ static slim_status mismatch_error(slim__ckpt *c, slim_graph *g, const slim__ckpt
                            "float",
                            slim__ckpt_path(c), e->name, slim__dt_name(e->dtype));
     const char *hint = "";
-    int64_t cl = e->rank ? e->dim[e->rank - 1] : 0, ml = v.shape.rank ? v.shape.dim[v.shape.rank - 1] : 0;
+    int64_t cl = e->rank ? e->dim[e->rank - 1] : 0,
+            ml = v.shape.rank ? v.shape.dim[v.shape.rank - 1] : 0;
     if (cl == ml + 1)
         hint = "; its last dimension has one more class: TF-Slim's ImageNet checkpoints "
                "have 1001 (class 0 is 'background'): to keep that head, use --num_classes="
@@ -345,8 +345,8 @@ static slim_status mismatch_error(slim__ckpt *c, slim_graph *g, const slim__ckpt
         err, SLIM_ESHAPE,
         "%s: '%s' is %s in the checkpoint%s but %s in the model; to fine-tune with a new head "
         "(another class count), exclude its scope, e.g. --checkpoint_exclude_scopes=%.*s%s",
-        slim__ckpt_path(c), nm, b1, other, slim__shape_str(&v.shape, b2, sizeof b2),
-        scope_len(nm), nm, hint);
+        slim__ckpt_path(c), nm, b1, other, slim__shape_str(&v.shape, b2, sizeof b2), scope_len(nm),
+        nm, hint);
 }
 
 /* ---- restoring ---------------------------------------------------------------- */
@@ -538,7 +538,7 @@ void slim__ckpt_fill_info(const slim__ckpt *c, slim_checkpoint_info *info)
         if (e->kind == SLIM__CK_SLOT && e->slot) {
             char tf[64];
             snprintf(tf, sizeof tf, "%.*s", (int)strcspn(e->slot, "_"), e->slot);
-            static const char *const ops[] = {"momentum_update", "rmsprop_update", "adam_update",
+            static const char *const ops[] = {"momentum_update", "rmsprop_update",  "adam_update",
                                               "adagrad_update",  "adadelta_update", "ftrl_update"};
             for (size_t j = 0; j < sizeof ops / sizeof *ops; j++)
                 if (!strcmp(slim__tf_optimizer_name(ops[j]), tf))

@@ -58,8 +58,7 @@ static item *add(item **v, int *n, int *cap)
     return it;
 }
 
-slim_status slim__rt_ckpt_save_tf(const char *prefix, const slim__rt_ckpt_state *s,
-                                  slim_error *err)
+slim_status slim__rt_ckpt_save_tf(const char *prefix, const slim__rt_ckpt_state *s, slim_error *err)
 {
     item *v = NULL;
     int n = 0, cap = 0;
@@ -132,15 +131,14 @@ slim_status slim__rt_ckpt_save_tf(const char *prefix, const slim__rt_ckpt_state 
     if (!st)
         st = slim__tfw_new(prefix, SLIM__TFW_V2, 1, &w, err);
     for (int i = 0; i < n && !st; i++)
-        st = slim__tfw_add(w, v[i].name, v[i].dtype, v[i].rank, v[i].dim, v[i].data, v[i].len,
-                           err);
+        st = slim__tfw_add(w, v[i].name, v[i].dtype, v[i].rank, v[i].dim, v[i].data, v[i].len, err);
     if (w)
         st = st ? (slim__tfw_free(w), st) : slim__tfw_finish(w, err);
     free(v);
     free(hb);
     if (st) {
-        slim__error_prefix(err, "checkpoint %s not written (earlier checkpoints are intact): ",
-                           prefix);
+        slim__error_prefix(err,
+                           "checkpoint %s not written (earlier checkpoints are intact): ", prefix);
         return st;
     }
     slim__rt_fsync_dir(prefix);

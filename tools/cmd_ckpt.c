@@ -96,8 +96,7 @@ static int print_values(slim__ckpt *c, int i)
             mn = v[k] < mn ? v[k] : mn;
             mx = v[k] > mx ? v[k] : mx;
         }
-        printf("  sum %.9g  mean %.9g  min %.9g  max %.9g\n", sum, n ? sum / (double)n : 0, mn,
-               mx);
+        printf("  sum %.9g  mean %.9g  min %.9g  max %.9g\n", sum, n ? sum / (double)n : 0, mn, mx);
         printf(" ");
         for (int64_t k = 0; k < show; k++)
             printf(" %.9g", v[k]);
@@ -285,8 +284,8 @@ static int ckpt_diff(int argc, char **argv)
     }
     slim_graph *g = slim_model_graph(m);
     slim_restore_opts ro = {.exclude_scopes = excl, .assignment_map = amap};
-    bool take_ema = ema ? !strcmp(ema, "true") || (!strcmp(ema, "auto") && slim__ckpt_has_ema(c))
-                        : false;
+    bool take_ema =
+        ema ? !strcmp(ema, "true") || (!strcmp(ema, "auto") && slim__ckpt_has_ema(c)) : false;
     slim__ckpt_plan p;
     if (slim__ckpt_plan_make(c, g, &ro, take_ema, &p, &err)) {
         fprintf(stderr, "slimrun ckpt diff: %s\n", err.msg);
@@ -332,12 +331,11 @@ static int ckpt_diff(int argc, char **argv)
             param_shape(g, i, &nm, sh, sizeof sh);
             if (p.src[i] >= 0) {
                 shape_text(slim__ckpt_at(c, p.src[i]), cs, sizeof cs);
-                printf("  %s  model %s, checkpoint %s %s\n", nm, sh, slim__ckpt_at(c, p.src[i])->name,
-                       cs);
+                printf("  %s  model %s, checkpoint %s %s\n", nm, sh,
+                       slim__ckpt_at(c, p.src[i])->name, cs);
             } else {
-                const char *near = groups[gi].status == SLIM__PLAN_MISSING
-                                       ? slim__ckpt_nearest(c, &p, nm)
-                                       : NULL;
+                const char *near =
+                    groups[gi].status == SLIM__PLAN_MISSING ? slim__ckpt_nearest(c, &p, nm) : NULL;
                 printf("  %s %s%s%s%s\n", nm, sh, near ? "  (nearest: " : "", near ? near : "",
                        near ? ")" : "");
             }
@@ -398,8 +396,8 @@ static int ckpt_convert(int argc, char **argv)
     char notes[4096];
     int rc = 0;
     if (slim_registry_new(&reg, &err) ||
-        slim__ckpt_convert(pos[0], pos[1], fmt, shards ? atoi(shards) : 1, reg, notes,
-                           sizeof notes, &err)) {
+        slim__ckpt_convert(pos[0], pos[1], fmt, shards ? atoi(shards) : 1, reg, notes, sizeof notes,
+                           &err)) {
         fprintf(stderr, "slimrun ckpt convert: %s\n", err.msg);
         rc = 1;
     } else {

@@ -26,8 +26,8 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static slim_status nop(void *user, const uint8_t *key, size_t klen, const uint8_t *val,
-                       size_t vlen, int64_t off, slim_error *err)
+static slim_status nop(void *user, const uint8_t *key, size_t klen, const uint8_t *val, size_t vlen,
+                       int64_t off, slim_error *err)
 {
     (void)user, (void)key, (void)klen, (void)val, (void)vlen, (void)off, (void)err;
     return SLIM_OK;

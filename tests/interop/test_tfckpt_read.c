@@ -25,8 +25,8 @@ typedef struct want {
 #define F SLIM__DT_FLOAT
 
 static const want w_v1[] = {{"DW", F, 4, {3, 3, 3, 6}}, {"DW2", F, 4, {2, 2, 6, 12}}, {0}};
-static const want w_dense[] = {{"dense/bias", F, 1, {4}},       {"dense/kernel", F, 2, {2, 4}},
-                               {"dense_1/bias", F, 1, {1}},     {"dense_1/kernel", F, 2, {4, 1}},
+static const want w_dense[] = {{"dense/bias", F, 1, {4}},      {"dense/kernel", F, 2, {2, 4}},
+                               {"dense_1/bias", F, 1, {1}},    {"dense_1/kernel", F, 2, {4, 1}},
                                {"input_tensor", F, 2, {1, 2}}, {0}};
 static const want w_uniform[] = {{"input_tensor", F, 2, {1, 1}}, {0}};
 static const want w_bn[] = {{"batch_normalization/beta", F, 1, {3}},
@@ -35,9 +35,8 @@ static const want w_bn[] = {{"batch_normalization/beta", F, 1, {3}},
                             {"batch_normalization/moving_variance", F, 1, {3}},
                             {"input_tensor", F, 4, {32, 16, 16, 3}},
                             {0}};
-static const want w_bundle[] = {{"some_scope/embeddings", F, 2, {5, 16}},
-                                {"some_scope/indices", SLIM__DT_INT64, 1, {5}},
-                                {0}};
+static const want w_bundle[] = {
+    {"some_scope/embeddings", F, 2, {5, 16}}, {"some_scope/indices", SLIM__DT_INT64, 1, {5}}, {0}};
 static const want w_embed[] = {{"my_embedding", F, 2, {3, 2}}, {0}};
 static const want w_h2[] = {{"a", F, 0, {0}}, {"b", F, 0, {0}}, {"c", F, 0, {0}}, {0}};
 static const want w_str[] = {{"floats", F, 2, {2, 3}},
@@ -45,10 +44,8 @@ static const want w_str[] = {{"floats", F, 2, {2, 3}},
                              {"string_tensor", SLIM__DT_STRING, 1, {1}},
                              {"strs", SLIM__DT_STRING, 1, {4}},
                              {0}};
-static const want w_prof[] = {{"DW", F, 4, {3, 3, 3, 6}},
-                              {"DW2", F, 4, {2, 2, 6, 12}},
-                              {"ScalarW", F, 0, {0}},
-                              {0}};
+static const want w_prof[] = {
+    {"DW", F, 4, {3, 3, 3, 6}}, {"DW2", F, 4, {2, 2, 6, 12}}, {"ScalarW", F, 0, {0}}, {0}};
 /* the MNIST CNN: 4 layers' weights and biases, Adam's two slots of each, beta
  * powers, global_step */
 static const want w_mnist[] = {{"beta1_power", F, 0, {0}},
@@ -185,13 +182,18 @@ static void test_files(void)
         }
     }
     /* the eight ResNet blocks: each checkpoint's input against results.json */
-    const char *blocks[] = {"bottleneck_projection_version-1", "bottleneck_projection_version-2",
-                            "bottleneck_version-1",            "bottleneck_version-2",
-                            "building_projection_version-1",   "building_projection_version-2",
-                            "building_version-1",              "building_version-2"};
+    const char *blocks[] = {"bottleneck_projection_version-1",
+                            "bottleneck_projection_version-2",
+                            "bottleneck_version-1",
+                            "bottleneck_version-2",
+                            "building_projection_version-1",
+                            "building_projection_version-2",
+                            "building_version-1",
+                            "building_version-2"};
     for (int i = 0; i < 8; i++) {
         char dir[256], rel[300];
-        snprintf(dir, sizeof dir, "tfckpt/tf-models-reference/resnet/batch-size-32_%s_width-8_channels-4",
+        snprintf(dir, sizeof dir,
+                 "tfckpt/tf-models-reference/resnet/batch-size-32_%s_width-8_channels-4",
                  blocks[i]);
         snprintf(rel, sizeof rel, "%s/model.ckpt.index", dir);
         if ((c = open_ok(rel, "the .index"))) {
@@ -345,9 +347,9 @@ static void test_damage(void)
                  "CRC-32C mismatch", NULL);
     expect_error(damaged("tfckpt/tf-tfprof-v1/ckpt", "v1cut", 1000, true), "a cut V1 file",
                  "not a checkpoint", NULL);
-    expect_error(damaged("tfckpt/tf-models-reference/resnet/batch_norm/results.json", "json", 0,
-                         false),
-                 "a JSON file", "not a checkpoint: neither slim's format", NULL);
+    expect_error(
+        damaged("tfckpt/tf-models-reference/resnet/batch_norm/results.json", "json", 0, false),
+        "a JSON file", "not a checkpoint: neither slim's format", NULL);
     snprintf(p, sizeof p, "%s/nothing", tap_tmpdir());
     expect_error(p, "a path that is nothing", "no checkpoint at", "nothing.index");
     /* index entries whose data lies outside the file */

@@ -3,8 +3,8 @@
  *     written again, is byte for byte TensorFlow's file (index and data), except
  *     two whose differences are expected and checked field by field: the
  *     old string tensors (written out of name order, their CRCs over u32
- *     lengths where the current format's are over u64) and the MNIST index (TensorFlow snappy-compressed its
- *     blocks; slim writes them uncompressed, as TensorFlow's BundleWriter now
+ *     lengths where the current format's are over u64) and the MNIST index (TensorFlow
+ * snappy-compressed its blocks; slim writes them uncompressed, as TensorFlow's BundleWriter now
  *     does);
  *   - the V1 file written again: byte for byte TensorFlow's;
  *   - partitioned variables (slices) over several shards, V1 and V2, read back
@@ -154,8 +154,7 @@ static void test_v2_expected_differences(void)
                same_tensors(src, tmp("strs"), why, sizeof why),
            "old string tensors: the same entries and strings (in name order, with CRCs over u64 "
            "lengths) %s%s",
-           why,
-           st ? err.msg : "");
+           why, st ? err.msg : "");
     slim__ckpt *c;
     tap_ok(slim__ckpt_open(tmp("strs"), &c, &err) == SLIM_OK && !slim__ckpt_verify_all(c, &err),
            "... which verify");
@@ -201,8 +200,9 @@ static void test_slices(void)
         memcpy(sblob, &l0, 8);
         memcpy(sblob + 8, &l1, 8);
         memcpy(sblob + 16, "abcdefg", 7);
-        st = st ? st : slim__tfw_add(w, "c/strs", SLIM__DT_STRING, 1, (int64_t[]){2}, sblob,
-                                     sizeof sblob, &err);
+        st = st ? st
+                : slim__tfw_add(w, "c/strs", SLIM__DT_STRING, 1, (int64_t[]){2}, sblob,
+                                sizeof sblob, &err);
         st = st ? (slim__tfw_free(w), st) : slim__tfw_finish(w, &err);
         slim__ckpt *c = NULL;
         if (!st)
@@ -218,8 +218,8 @@ static void test_slices(void)
         void *raw = NULL;
         size_t len = 0;
         int k = c ? slim__ckpt_find(c, "c/strs") : -1;
-        ok = ok && k >= 0 && !slim__ckpt_read_raw(c, k, &raw, &len, &err) &&
-             len == sizeof sblob && !memcmp(raw, sblob, len);
+        ok = ok && k >= 0 && !slim__ckpt_read_raw(c, k, &raw, &len, &err) && len == sizeof sblob &&
+             !memcmp(raw, sblob, len);
         free(raw);
         tap_ok(ok, "%s: a variable in 3 slices%s reads back whole; int64 and strings too%s%s",
                fmt == 1 ? "V1" : "V2", fmt == 2 ? " over 3 data shards" : "", st ? ": " : "",
@@ -298,8 +298,10 @@ static void test_tf2(void)
     slim__ckpt *c = NULL;
     if (!st)
         st = slim__ckpt_open(tmp("tf2"), &c, &err);
-    int kv = c ? slim__ckpt_find(c, "dense/kernel") : -1, ks = c ? slim__ckpt_find(c, "dense/kernel/m") : -1;
-    const slim__ckpt_entry *e = c ? slim__ckpt_at(c, kv) : NULL, *s = c ? slim__ckpt_at(c, ks) : NULL;
+    int kv = c ? slim__ckpt_find(c, "dense/kernel") : -1,
+        ks = c ? slim__ckpt_find(c, "dense/kernel/m") : -1;
+    const slim__ckpt_entry *e = c ? slim__ckpt_at(c, kv) : NULL,
+                           *s = c ? slim__ckpt_at(c, ks) : NULL;
     float got[6] = {0};
     bool ok = !st && e && s && e->kind == SLIM__CK_VALUE && e->key && !strcmp(e->key, k0) &&
               s->kind == SLIM__CK_SLOT && !strcmp(s->var, "dense/kernel") &&
@@ -307,8 +309,9 @@ static void test_tf2(void)
               !memcmp(got, w, sizeof w);
     int ko = c ? slim__ckpt_find(c, "optimizer/iter") : -1;
     ok = ok && ko >= 0 && slim__ckpt_at(c, ko)->kind == SLIM__CK_OPT;
-    tap_ok(ok, "TF2 object-based names: '%s' is dense/kernel (its graph name), its Adam m slot "
-               "dense/kernel/m, optimizer/iter optimizer state%s%s",
+    tap_ok(ok,
+           "TF2 object-based names: '%s' is dense/kernel (its graph name), its Adam m slot "
+           "dense/kernel/m, optimizer/iter optimizer state%s%s",
            k0, st ? ": " : "", st ? err.msg : "");
     slim__ckpt_close(c);
 }
@@ -322,7 +325,8 @@ static void test_round_trips(void)
     slim_status st = convert(src, tmp("m.slimckpt"), NULL, 1, &err);
     tap_ok(!st, "MNIST V2 -> slim%s%s", st ? ": " : "", st ? err.msg : "");
     for (int f = 1; f <= 2 && !st; f++) {
-        const char *o = tmp(f == 1 ? "m1" : "m2"), *back = tmp(f == 1 ? "b1.slimckpt" : "b2.slimckpt");
+        const char *o = tmp(f == 1 ? "m1" : "m2"),
+                   *back = tmp(f == 1 ? "b1.slimckpt" : "b2.slimckpt");
         st = convert(tmp("m.slimckpt"), o, f == 1 ? "v1" : "v2", f == 2 ? 2 : 1, &err);
         if (!st)
             st = convert(o, back, NULL, 1, &err);
