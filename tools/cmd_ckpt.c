@@ -8,6 +8,7 @@
  *   ckpt convert IN OUT                between slim's format and TensorFlow's
  */
 #include "tools/cmd.h"
+#include "tools/flags.h"
 
 #include "runtime/ckpt_convert.h"
 #include "runtime/ckpt_reader.h"
@@ -16,6 +17,7 @@
 #include <slim/model.h>
 
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,21 +44,53 @@ static void shape_text(const slim__ckpt_entry *e, char *buf, size_t n)
         snprintf(buf + o, n - o, "]");
 }
 
-static const char *arg_value(int argc, char **argv, const char *name, int *used)
+typedef struct ckpt_cli {
+    const char *tensor_name, *format, *exclude, *assignment_map, *use_ema;
+    bool all_tensors;
+    int num_classes, image_size, num_shards;
+    const char *const *defines;
+    int n_defines;
+} ckpt_cli;
+
+#define K(f) offsetof(ckpt_cli, f)
+static const flag_def ls_flags[] = {
+    {"tensor_name", FLAG_STR, K(tensor_name), 0, "print this tensor's values"},
+    {"all_tensors", FLAG_BOOL, K(all_tensors), 0, "print every tensor's values"},
+};
+static const flag_def diff_flags[] = {
+    {"num_classes", FLAG_INT, K(num_classes), 0, "the model's classes (default: its own)"},
+    {"image_size", FLAG_INT, K(image_size), 0, "the model's input size"},
+    {"set", FLAG_LIST, K(defines), K(n_defines), "NAME=VALUE: a var: of the model; repeatable"},
+    {"checkpoint_exclude_scopes", FLAG_STR, K(exclude), 0, "scopes not restored"},
+    {"checkpoint_assignment_map", FLAG_STR, K(assignment_map), 0,
+     "CKPT_SCOPE=MODEL_SCOPE,...: where parameters come from"},
+    {"use_ema", FLAG_STR, K(use_ema), 0, "moving averages: auto, true, false (false)"},
+};
+static const flag_def convert_flags[] = {
+    {"format", FLAG_STR, K(format), 0, "slim, v1 or v2 (default: slim for .slimckpt, else v2)"},
+    {"num_shards", FLAG_INT, K(num_shards), 0, "V2 data files (1)"},
+};
+#define N_FLAGS(t) ((int)(sizeof t / sizeof t[0]))
+
+/* Parse argv of subcommand sub with flags defs: exactly npos positionals
+ * into pos. Returns -1 to go on, else the exit code. */
+static int parse(const char *sub, const flag_def *defs, int n_defs, const char *usage, int npos,
+                 int argc, char **argv, ckpt_cli *cli, flags_result *fr, const char **pos)
 {
-    size_t l = strlen(name);
-    for (int i = 0; i < argc; i++)
-        if (!strncmp(argv[i], name, l)) {
-            if (argv[i][l] == '=') {
-                used[i] = 1;
-                return argv[i] + l + 1;
-            }
-            if (!argv[i][l] && i + 1 < argc) {
-                used[i] = used[i + 1] = 1;
-                return argv[i + 1];
-            }
-        }
-    return NULL;
+    memset(cli, 0, sizeof *cli);
+    memset(fr, 0, sizeof *fr);
+    char err[1024];
+    if (flags_parse(defs, n_defs, cli, argc, argv, 0, fr, err, sizeof err)) {
+        fprintf(stderr, "slimrun ckpt %s: %s\n", sub, err);
+        return 2;
+    }
+    if (fr->help || fr->n_pos != npos) {
+        flags_usage(fr->help ? stdout : stderr, usage, defs, n_defs);
+        return fr->help ? 0 : 2;
+    }
+    for (int i = 0; i < npos; i++)
+        pos[i] = fr->pos[i];
+    return -1;
 }
 
 /* Values of one tensor: summary and the first few. */
@@ -133,39 +167,24 @@ static int print_values(slim__ckpt *c, int i)
 
 static int ckpt_ls(int argc, char **argv)
 {
-    int used[64] = {0};
-    if (argc > 64)
-        argc = 64;
-    const char *tensor = arg_value(argc, argv, "--tensor_name", used);
-    bool all = false;
-    const char *path = NULL;
-    for (int i = 0; i < argc; i++) {
-        if (used[i])
-            continue;
-        if (!strcmp(argv[i], "--all_tensors"))
-            all = true;
-        else if (argv[i][0] == '-' && argv[i][1]) {
-            fprintf(stderr, "slimrun ckpt ls: unknown flag %s\n", argv[i]);
-            return 2;
-        } else if (!path)
-            path = argv[i];
-        else {
-            fprintf(stderr, "slimrun ckpt ls: one checkpoint at a time (got %s and %s)\n", path,
-                    argv[i]);
-            return 2;
-        }
-    }
-    if (!path) {
-        fprintf(stderr, "usage: slimrun ckpt ls CHECKPOINT [--tensor_name=NAME] [--all_tensors]\n");
-        return 2;
-    }
+    ckpt_cli cli;
+    flags_result fr;
+    const char *path;
+    int rc = parse("ls", ls_flags, N_FLAGS(ls_flags),
+                   "usage: slimrun ckpt ls CHECKPOINT [FLAGS]\n\nEvery tensor: name, kind (value, "
+                   "ema, slot, opt, step, meta), dtype, shape, bytes.",
+                   1, argc, argv, &cli, &fr, &path);
+    if (rc >= 0)
+        return rc;
+    const char *tensor = cli.tensor_name;
+    bool all = cli.all_tensors;
     slim__ckpt *c;
     slim_error err = {0};
     if (slim__ckpt_open(path, &c, &err)) {
         fprintf(stderr, "slimrun ckpt ls: %s\n", err.msg);
         return 1;
     }
-    int rc = 0;
+    rc = 0;
     if (tensor) {
         int i = slim__ckpt_find(c, tensor);
         if (i < 0) {
@@ -232,50 +251,27 @@ static void param_shape(slim_graph *g, int i, const char **nm, char *buf, size_t
 
 static int ckpt_diff(int argc, char **argv)
 {
-    int used[64] = {0};
-    if (argc > 64)
-        argc = 64;
-    const char *ncls = arg_value(argc, argv, "--num_classes", used);
-    const char *isz = arg_value(argc, argv, "--image_size", used);
-    const char *excl = arg_value(argc, argv, "--checkpoint_exclude_scopes", used);
-    const char *amap = arg_value(argc, argv, "--checkpoint_assignment_map", used);
-    const char *ema = arg_value(argc, argv, "--use_ema", used);
-    const char *defs[16];
-    int n_defs = 0;
-    for (int i = 0; i < argc; i++)
-        if (!used[i] && !strcmp(argv[i], "--set") && i + 1 < argc && n_defs < 16) {
-            used[i] = used[i + 1] = 1;
-            defs[n_defs++] = argv[i + 1];
-        } else if (!used[i] && !strncmp(argv[i], "--set=", 6) && n_defs < 16) {
-            used[i] = 1;
-            defs[n_defs++] = argv[i] + 6;
-        }
-    const char *pos[2] = {0};
-    int np = 0;
-    for (int i = 0; i < argc; i++) {
-        if (used[i])
-            continue;
-        if (argv[i][0] == '-' || np == 2) {
-            fprintf(stderr, "slimrun ckpt diff: unexpected %s\n", argv[i]);
-            return 2;
-        }
-        pos[np++] = argv[i];
-    }
-    if (np != 2) {
-        fprintf(stderr, "usage: slimrun ckpt diff MODEL CHECKPOINT [--num_classes=N] "
-                        "[--checkpoint_exclude_scopes=S] [--use_ema=auto|true|false]\n");
-        return 2;
-    }
+    ckpt_cli cli;
+    flags_result fr;
+    const char *pos[2];
+    int prc = parse("diff", diff_flags, N_FLAGS(diff_flags),
+                    "usage: slimrun ckpt diff MODEL CHECKPOINT [FLAGS]\n\nWhat restoring "
+                    "CHECKPOINT into MODEL (a zoo name or a model file) would do. Exit 1 when\n"
+                    "something the model needs is missing or differs.",
+                    2, argc, argv, &cli, &fr, pos);
+    if (prc >= 0)
+        return prc;
+    const char *excl = cli.exclude, *amap = cli.assignment_map, *ema = cli.use_ema;
     slim_error err = {0};
     slim_registry *reg = NULL;
     slim_model *m = NULL;
     slim__ckpt *c = NULL;
     char path[1024];
     slim_model_opts mo = {.batch_size = 1,
-                          .num_classes = ncls ? atoi(ncls) : 0,
-                          .image_size = isz ? atoi(isz) : 0,
-                          .defines = defs,
-                          .n_defines = n_defs};
+                          .num_classes = cli.num_classes,
+                          .image_size = cli.image_size,
+                          .defines = cli.defines,
+                          .n_defines = cli.n_defines};
     int rc = 1;
     if (slim_registry_new(&reg, &err) || slim_model_find(pos[0], path, sizeof path, &err) ||
         slim_model_load(reg, path, &mo, &m, &err) || slim__ckpt_open(pos[1], &c, &err)) {
@@ -370,34 +366,23 @@ done:
 
 static int ckpt_convert(int argc, char **argv)
 {
-    int used[64] = {0};
-    if (argc > 64)
-        argc = 64;
-    const char *fmt = arg_value(argc, argv, "--format", used);
-    const char *shards = arg_value(argc, argv, "--num_shards", used);
-    const char *pos[2] = {0};
-    int np = 0;
-    for (int i = 0; i < argc; i++) {
-        if (used[i])
-            continue;
-        if (argv[i][0] == '-' || np == 2) {
-            fprintf(stderr, "slimrun ckpt convert: unexpected %s\n", argv[i]);
-            return 2;
-        }
-        pos[np++] = argv[i];
-    }
-    if (np != 2) {
-        fprintf(stderr, "usage: slimrun ckpt convert IN OUT [--format=slim|v1|v2] "
-                        "[--num_shards=N]\n");
-        return 2;
-    }
+    ckpt_cli cli;
+    flags_result fr;
+    const char *pos[2];
+    int prc = parse("convert", convert_flags, N_FLAGS(convert_flags),
+                    "usage: slimrun ckpt convert IN OUT [FLAGS]\n\nIN in any format slim reads; "
+                    "OUT in slim's (OUT.slimckpt), TensorFlow V2 (a prefix)\nor V1 (one file).",
+                    2, argc, argv, &cli, &fr, pos);
+    if (prc >= 0)
+        return prc;
+    const char *fmt = cli.format;
     slim_error err = {0};
     slim_registry *reg = NULL;
     char notes[4096];
     int rc = 0;
     if (slim_registry_new(&reg, &err) ||
-        slim__ckpt_convert(pos[0], pos[1], fmt, shards ? atoi(shards) : 1, reg, notes, sizeof notes,
-                           &err)) {
+        slim__ckpt_convert(pos[0], pos[1], fmt, cli.num_shards > 0 ? cli.num_shards : 1, reg, notes,
+                           sizeof notes, &err)) {
         fprintf(stderr, "slimrun ckpt convert: %s\n", err.msg);
         rc = 1;
     } else {
