@@ -714,7 +714,7 @@ static slim_status tf2_names(slim__ckpt *c, slim_error *err)
             for (size_t b = 0; b < o->n_attributes; b++)
                 if (o->attributes[b]->checkpoint_key &&
                     !strcmp(o->attributes[b]->checkpoint_key, n) && o->attributes[b]->full_name &&
-                    o->attributes[b]->full_name[0]) {
+                    o->attributes[b]->full_name[0] && strlen(o->attributes[b]->full_name) < 1000) {
                     full = o->attributes[b]->full_name;
                     /* is node a a slot? (an optimizer's slot_variables point at it) */
                     for (size_t x = 0; x < g->n_nodes && !slot; x++)
@@ -733,9 +733,9 @@ static slim_status tf2_names(slim__ckpt *c, slim_error *err)
                     break;
                 }
         }
-        char nm[1200];
+        char nm[2300];
         const char *mark = strstr(base, SLOT_MARK);
-        if (slot && var && var[0]) {
+        if (slot && var && var[0] && strlen(var) + strlen(slot) < 1000) {
             snprintf(nm, sizeof nm, "%s/%s", var, slot);
         } else if (mark) {
             const char *ls2 = strrchr(base, '/');

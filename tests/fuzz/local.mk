@@ -15,6 +15,7 @@ FUZZ_HARNESSES = \
 	tests/fuzz/png.c \
 	tests/fuzz/png_crc.c \
 	tests/fuzz/recipe.c \
+	tests/fuzz/tfckpt.c \
 	tests/fuzz/tfrecord.c
 
 check_PROGRAMS += tests/fuzz/test_fuzz_replay
