@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #define EMA_SUFFIX "/ExponentialMovingAverage"
 
@@ -263,9 +264,17 @@ const char *slim__ckpt_nearest(const slim__ckpt *c, const slim__ckpt_plan *p, co
     return slim__ckpt_at(c, best)->name;
 }
 
-/* "LeNet/fc4" for "LeNet/fc4/weights" */
+/* The scope to exclude for a parameter: TF-Slim's head scope when the name
+ * has one ("InceptionV3/Logits" for "InceptionV3/Logits/Conv2d_1c_1x1/weights",
+ * "AuxLogits" alike), else its layer ("LeNet/fc4" for "LeNet/fc4/weights"). */
 static int scope_len(const char *nm)
 {
+    for (const char *s = nm; *s;) {
+        size_t l = strcspn(s, "/");
+        if (s[l] == '/' && l >= 6 && !strncasecmp(s + l - 6, "logits", 6))
+            return (int)(s + l - nm);
+        s += l + (s[l] == '/');
+    }
     const char *s = strrchr(nm, '/');
     return s ? (int)(s - nm) : (int)strlen(nm);
 }
@@ -329,15 +338,18 @@ static slim_status mismatch_error(slim__ckpt *c, slim_graph *g, const slim__ckpt
                            "%s: '%s' holds %s values in the checkpoint; the model's parameter is "
                            "float",
                            slim__ckpt_path(c), e->name, slim__dt_name(e->dtype));
-    const char *hint = "";
+    char hint[300] = "";
     int64_t cl = e->rank ? e->dim[e->rank - 1] : 0,
             ml = v.shape.rank ? v.shape.dim[v.shape.rank - 1] : 0;
     if (cl == ml + 1)
-        hint = "; its last dimension has one more class: TF-Slim's ImageNet checkpoints "
-               "have 1001 (class 0 is 'background'): to keep that head, use --num_classes="
-               "(one more) with --labels_offset=1";
+        snprintf(hint, sizeof hint,
+                 "; the checkpoint's head has one class more: TF-Slim's ImageNet checkpoints "
+                 "have 1001, class 0 being 'background'; to keep that head, use "
+                 "--num_classes=%lld with --labels_offset=1",
+                 (long long)cl);
     else if (cl != ml)
-        hint = "; or give --num_classes to match the checkpoint's head";
+        snprintf(hint, sizeof hint, "; or --num_classes=%lld to keep the checkpoint's head",
+                 (long long)cl);
     char other[1300] = "";
     if (strcmp(e->name, nm) != 0 && !(e->kind == SLIM__CK_EMA && e->var && !strcmp(e->var, nm)))
         snprintf(other, sizeof other, " (as '%s')", e->name);

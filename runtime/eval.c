@@ -189,7 +189,7 @@ static slim_status shape_advice(const evaluator *e, const slim_checkpoint_info *
 static slim_status ev_run(evaluator *e, const char *ckpt, slim_eval_result *r, slim_error *err)
 {
     const slim_eval_config *c = e->c;
-    slim_restore_opts ro = {.use_ema = c->use_ema};
+    slim_restore_opts ro = {.use_ema = c->use_ema, .assignment_map = c->checkpoint_assignment_map};
     slim__rt_ckpt_state s = {.g = slim_model_graph(e->model)};
     slim_checkpoint_info info;
     slim_status st = slim_checkpoint_verify(ckpt, &info, err);

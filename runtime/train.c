@@ -465,6 +465,7 @@ slim_status slim__rt_trainer_setup(slim__rt_trainer *t, const slim_train_config 
         } else if (c->checkpoint_path) {
             char rep[4096] = "";
             slim_restore_opts ro = {.exclude_scopes = c->checkpoint_exclude_scopes,
+                                    .assignment_map = c->checkpoint_assignment_map,
                                     .ignore_missing_vars = c->ignore_missing_vars,
                                     .use_ema = 0,
                                     .report = rep,

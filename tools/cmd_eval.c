@@ -44,6 +44,8 @@ static const flag_def eval_flags[] = {
      "moving-average weights: auto (when saved), true, false"},
     {"moving_average_decay", FLAG_DBL, offsetof(eval_cli, moving_average_decay), 0,
      "TF-Slim's: any value means --use_ema=true"},
+    {"checkpoint_assignment_map", FLAG_STR, E(checkpoint_assignment_map), 0,
+     "CKPT_SCOPE=MODEL_SCOPE,...: where the model's scopes are in the checkpoint"},
     {"watch", FLAG_BOOL, E(watch), 0,
      "evaluate every new checkpoint in --checkpoint_path (a train_dir)"},
     {"eval_interval_secs", FLAG_DBL, E(eval_interval_secs), 0, "how often to look for one (60)"},

@@ -17,7 +17,7 @@ extern const slim_command slim_cmd_predict;
 
 typedef struct predict_cli {
     int top_k, num_classes, image_size, num_threads, labels_offset;
-    const char *labels, *preprocessing_name, *use_ema;
+    const char *labels, *preprocessing_name, *use_ema, *assignment_map;
     const char *const *plugins;
     int n_plugins;
     const char *const *defines;
@@ -36,6 +36,8 @@ static const flag_def predict_flags[] = {
      "added to class indices to look up labels.txt"},
     {"num_threads", FLAG_INT, P(num_threads), 0, "threads (default: the cores)"},
     {"use_ema", FLAG_STR, P(use_ema), 0, "moving-average weights: auto, true, false"},
+    {"checkpoint_assignment_map", FLAG_STR, P(assignment_map), 0,
+     "CKPT_SCOPE=MODEL_SCOPE,...: where the model's scopes are in the checkpoint"},
     {"plugin", FLAG_LIST, P(plugins), P(n_plugins), "load an op plugin (repeatable)"},
     {"set", FLAG_LIST, P(defines), P(n_defines),
      "override a var: of the model file, NAME=VALUE; repeatable (default: the checkpoint's)"},
@@ -160,6 +162,7 @@ static int predict_main(int argc, char **argv)
     slim_restore_opts ro = {.use_ema = pc.use_ema && !strcmp(pc.use_ema, "false")  ? 0
                                        : pc.use_ema && !strcmp(pc.use_ema, "true") ? 1
                                                                                    : -1};
+    ro.assignment_map = pc.assignment_map;
     if (slim_checkpoint_restore(ckpt, slim_model_graph(m), &ro, NULL, &e))
         goto fail;
     slim_pipeline_opts po = {.recipe = pc.preprocessing_name ? pc.preprocessing_name

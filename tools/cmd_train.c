@@ -148,6 +148,8 @@ static const flag_def train_flags[] = {
      "fine-tune from this checkpoint (a file, or a directory: its newest)"},
     {"checkpoint_exclude_scopes", FLAG_STR, T(checkpoint_exclude_scopes), 0,
      "scopes not restored (comma separated): a new head"},
+    {"checkpoint_assignment_map", FLAG_STR, T(checkpoint_assignment_map), 0,
+     "CKPT_SCOPE=MODEL_SCOPE,...: where the model's scopes are in the checkpoint"},
     {"trainable_scopes", FLAG_STR, T(trainable_scopes), 0,
      "scopes trained (comma separated); the rest is frozen"},
     {"ignore_missing_vars", FLAG_BOOL, T(ignore_missing_vars), 0,

@@ -152,6 +152,7 @@ typedef struct slim_train_config {
                                   * (TensorFlow V2: model.ckpt-STEP.index/.data-*) */
     const char *checkpoint_path; /* fine-tune from (file or directory) */
     const char *checkpoint_exclude_scopes;
+    const char *checkpoint_assignment_map; /* slim_restore_opts.assignment_map */
     const char *trainable_scopes;
     bool ignore_missing_vars;
 
@@ -282,6 +283,7 @@ typedef struct slim_eval_config {
     int num_threads; /* 0 = cores */
     int num_preprocessing_threads;
     int use_ema;               /* -1 auto (when present), 0 no, 1 required */
+    const char *checkpoint_assignment_map; /* slim_restore_opts.assignment_map */
     bool watch;                /* wait for new checkpoints in checkpoint_path */
     double eval_interval_secs; /* 60: how often to look while watching */
     double timeout_secs;       /* stop watching after this long without a new one; 0 = never */

@@ -5,17 +5,6 @@ check_PROGRAMS += tests/interop/test_tfckpt_read
 tests_interop_test_tfckpt_read_SOURCES = tests/interop/test_tfckpt_read.c $(DATA_TEST_COMMON)
 tests_interop_test_tfckpt_read_LDADD = libslim_core.la
 TESTS += tests/interop/test_tfckpt_read
-#   test_tfckpt_fuzz_replay  the checkpoint fuzzer's kept inputs (fuzz/regress/)
-# `make fuzz-tfckpt` builds and runs the libFuzzer harness (clang; not part of check).
-check_PROGRAMS += tests/interop/test_tfckpt_fuzz_replay
-tests_interop_test_tfckpt_fuzz_replay_SOURCES = tests/interop/test_tfckpt_fuzz_replay.c \
-	tests/interop/fuzz_tfckpt.c $(DATA_TEST_COMMON)
-tests_interop_test_tfckpt_fuzz_replay_LDADD = libslim_core.la
-TESTS += tests/interop/test_tfckpt_fuzz_replay
-EXTRA_DIST += tests/interop/fuzz tests/interop/fuzz.sh tests/interop/fuzz_stubs.c
-fuzz-tfckpt:
-	$(top_srcdir)/tests/interop/fuzz.sh $(FUZZ_TIME)
-.PHONY: fuzz-tfckpt
 #   test_tfckpt_write  TensorFlow's files written again byte for byte; V1/V2
 #                      slices, shards, strings, TF2 names; slim <-> TF round trips
 check_PROGRAMS += tests/interop/test_tfckpt_write
@@ -27,3 +16,17 @@ TESTS += tests/interop/test_tfckpt_write
 TESTS += tests/interop/tfckpt_cli.sh
 EXTRA_DIST += tests/interop/tfckpt_cli.sh
 tests/interop/tfckpt_cli.log: tools/slimrun$(EXEEXT) tests/runtime/ckpt_tool$(EXEEXT)
+#   test_tfckpt_models TensorFlow's reference ResNet blocks, batch norm and dense
+#                      layers and its trained MNIST CNN, written in the DSL
+#                      (tests/interop/models/), run from TensorFlow's checkpoints
+#                      against results.json / MNIST labels
+check_PROGRAMS += tests/interop/test_tfckpt_models
+tests_interop_test_tfckpt_models_SOURCES = tests/interop/test_tfckpt_models.c $(DATA_TEST_COMMON)
+tests_interop_test_tfckpt_models_LDADD = libslim_core.la
+TESTS += tests/interop/test_tfckpt_models
+EXTRA_DIST += tests/interop/models
+#   tfckpt_zoo.sh      LeNet, CifarNet, ResNet-50: convert to V1, ckpt diff, fine-tune
+#                      from the V1 file = from slim's checkpoint, bit for bit
+TESTS += tests/interop/tfckpt_zoo.sh
+EXTRA_DIST += tests/interop/tfckpt_zoo.sh
+tests/interop/tfckpt_zoo.log: tools/slimrun$(EXEEXT) tests/runtime/ckpt_tool$(EXEEXT)
