@@ -554,7 +554,8 @@ static void bb_add(block_builder *b, const uint8_t *key, size_t klen, const void
     slim__buf_varint(&b->data, shared);
     slim__buf_varint(&b->data, klen - shared);
     slim__buf_varint(&b->data, vlen);
-    slim__buf_add(&b->data, key + shared, klen - shared);
+    if (klen > shared)
+        slim__buf_add(&b->data, key + shared, klen - shared);
     slim__buf_add(&b->data, val, vlen);
     b->last.n = 0;
     slim__buf_add(&b->last, key, klen);
