@@ -30,4 +30,5 @@ interop/tf_checkpoint.pb-c.h: interop/tf_checkpoint.pb-c.c
 nodist_libslim_core_la_SOURCES += $(INTEROP_TF_PB)
 libslim_core_la_SOURCES += \
 	interop/tf_table.c interop/tf_table.h \
-	interop/tf_checkpoint.c interop/tf_checkpoint_write.c interop/tf_checkpoint.h
+	interop/tf_checkpoint.c interop/tf_checkpoint_v1.c interop/tf_checkpoint_write.c \
+	interop/tf_checkpoint.h interop/tf_slices.c interop/tf_slices.h
