@@ -393,7 +393,9 @@ static slim_status open_common(slim__tft *t, slim_error *err)
     }
     t->ix = ib.ix;
     t->n_ix = ib.n;
-    t->keys = ib.keys.p;
+    t->keys = ib.keys.p ? ib.keys.p : calloc(1, 1); /* every key empty: no bytes, a base */
+    if (!t->keys)
+        return slim__error(err, SLIM_ENOMEM, "%s: out of memory", t->name);
     return SLIM_OK;
 }
 
