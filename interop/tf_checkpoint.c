@@ -56,9 +56,9 @@ static slim_status shard_fd(slim__ckpt *c, int i, int *fd, int64_t *size, slim_e
             int e = errno;
             if (f >= 0)
                 close(f);
-            return slim__error(err, e == ENOENT ? SLIM_ENOTFOUND : SLIM_EIO,
-                               "cannot open %s (data shard %d of %d of %s.index): %s", p, i,
-                               im->num_shards, c->path, strerror(e));
+            return slim__tf_error(err, e == ENOENT ? SLIM_ENOTFOUND : SLIM_EIO,
+                                  "cannot open %s (data shard %d of %d of %s.index): %s", p, i,
+                                  im->num_shards, c->path, strerror(e));
         }
         im->fd[i] = f;
         im->fsize[i] = sb.st_size;
@@ -83,10 +83,10 @@ static slim_status v2_bytes(slim__ckpt *c, const char *name, int shard, int64_t 
     if (im->mem)
         fsize = shard == 0 ? (int64_t)im->mem_size : 0;
     if (off < 0 || size < 0 || off > fsize || size > fsize - off)
-        return slim__error(err, SLIM_ECORRUPT,
-                           "%s: tensor '%s' (%lld bytes at byte %lld) lies past the end of the "
-                           "file (%lld bytes)",
-                           p, name, (long long)size, (long long)off, (long long)fsize);
+        return slim__tf_error(err, SLIM_ECORRUPT,
+                              "%s: tensor '%s' (%lld bytes at byte %lld) lies past the end of the "
+                              "file (%lld bytes)",
+                              p, name, (long long)size, (long long)off, (long long)fsize);
     size_t done = im->mem ? (size_t)size : 0;
     if (im->mem && size)
         memcpy(buf, im->mem + off, (size_t)size);
@@ -96,8 +96,8 @@ static slim_status v2_bytes(slim__ckpt *c, const char *name, int shard, int64_t 
         if (r < 0 && errno == EINTR)
             continue;
         if (r <= 0)
-            return slim__error(err, SLIM_EIO, "%s: cannot read tensor '%s' at byte %lld: %s", p,
-                               name, (long long)off, r < 0 ? strerror(errno) : "short read");
+            return slim__tf_error(err, SLIM_EIO, "%s: cannot read tensor '%s' at byte %lld: %s", p,
+                                  name, (long long)off, r < 0 ? strerror(errno) : "short read");
         done += (size_t)r;
     }
     if (dtype == SLIM__DT_STRING)
@@ -107,10 +107,11 @@ static slim_status v2_bytes(slim__ckpt *c, const char *name, int shard, int64_t 
     have = crc;
 #endif
     if (have != crc)
-        return slim__error(err, SLIM_ECORRUPT,
-                           "%s: tensor '%s' (%lld bytes at byte %lld): CRC-32C mismatch (the index "
-                           "says 0x%08x, the data gives 0x%08x): the checkpoint is corrupt",
-                           p, name, (long long)size, (long long)off, crc, have);
+        return slim__tf_error(
+            err, SLIM_ECORRUPT,
+            "%s: tensor '%s' (%lld bytes at byte %lld): CRC-32C mismatch (the index "
+            "says 0x%08x, the data gives 0x%08x): the checkpoint is corrupt",
+            p, name, (long long)size, (long long)off, crc, have);
     return SLIM_OK;
 }
 
@@ -123,9 +124,9 @@ static slim_status parse_strings(const char *file, const char *name, const uint8
 {
     const uint8_t *end = p + n, *q = p;
     if (numel < 0 || (uint64_t)numel > n)
-        return slim__error(err, SLIM_ECORRUPT,
-                           "%s: string tensor '%s': %lld strings cannot fit in %zu bytes", file,
-                           name, (long long)numel, n);
+        return slim__tf_error(err, SLIM_ECORRUPT,
+                              "%s: string tensor '%s': %lld strings cannot fit in %zu bytes", file,
+                              name, (long long)numel, n);
     size_t base = out->n;
     uint64_t total = 0;
     uint32_t c64 = 0, c32 = 0;
@@ -133,9 +134,9 @@ static slim_status parse_strings(const char *file, const char *name, const uint8
         uint64_t l;
         size_t k = slim__varint64_get(q, end, &l);
         if (!k || l > n)
-            return slim__error(err, SLIM_ECORRUPT,
-                               "%s: string tensor '%s': bad length of string %lld", file, name,
-                               (long long)i);
+            return slim__tf_error(err, SLIM_ECORRUPT,
+                                  "%s: string tensor '%s': bad length of string %lld", file, name,
+                                  (long long)i);
         q += k;
         total += l;
         slim__buf_add(out, &l, 8);
@@ -144,23 +145,24 @@ static slim_status parse_strings(const char *file, const char *name, const uint8
         c32 = slim_crc32c(c32, &l32, 4);
     }
     if ((size_t)(end - q) < 4 || total != (uint64_t)(end - q - 4))
-        return slim__error(err, SLIM_ECORRUPT,
-                           "%s: string tensor '%s': its lengths (%llu bytes of strings) do not "
-                           "match its %zu stored bytes",
-                           file, name, (unsigned long long)total, n);
+        return slim__tf_error(err, SLIM_ECORRUPT,
+                              "%s: string tensor '%s': its lengths (%llu bytes of strings) do not "
+                              "match its %zu stored bytes",
+                              file, name, (unsigned long long)total, n);
     uint32_t lc;
     memcpy(&lc, q, 4);
     bool w64 = lc == slim_crc32c_mask(c64), w32 = lc == slim_crc32c_mask(c32);
     if (!w64 && !w32)
-        return slim__error(err, SLIM_ECORRUPT,
-                           "%s: string tensor '%s': the CRC-32C of its lengths does not match",
-                           file, name);
+        return slim__tf_error(err, SLIM_ECORRUPT,
+                              "%s: string tensor '%s': the CRC-32C of its lengths does not match",
+                              file, name);
     uint32_t all = slim_crc32c(w64 ? c64 : c32, q, 4 + (size_t)total);
     if (slim_crc32c_mask(all) != crc)
-        return slim__error(err, SLIM_ECORRUPT,
-                           "%s: string tensor '%s': CRC-32C mismatch (the index says 0x%08x, the "
-                           "data gives 0x%08x)",
-                           file, name, crc, slim_crc32c_mask(all));
+        return slim__tf_error(
+            err, SLIM_ECORRUPT,
+            "%s: string tensor '%s': CRC-32C mismatch (the index says 0x%08x, the "
+            "data gives 0x%08x)",
+            file, name, crc, slim_crc32c_mask(all));
     slim__buf_add(out, q + 4, (size_t)total);
     (void)base;
     return SLIM_OK;
@@ -203,13 +205,14 @@ static slim_status v2_read(slim__ckpt *c, const slim__ckpt_entry *e, void *dst, 
     if (!e->n_slices) {
         if (e->dtype == SLIM__DT_STRING) {
             if (e->len > v2_bound(c, e))
-                return slim__error(err, SLIM_ECORRUPT,
-                                   "%s.index: string tensor '%s' claims %lld bytes, more than the "
-                                   "data files hold",
-                                   c->path, e->name, (long long)e->len);
+                return slim__tf_error(
+                    err, SLIM_ECORRUPT,
+                    "%s.index: string tensor '%s' claims %lld bytes, more than the "
+                    "data files hold",
+                    c->path, e->name, (long long)e->len);
             uint8_t *buf = malloc(e->len ? (size_t)e->len : 1);
             if (!buf)
-                return slim__error(err, SLIM_ENOMEM, "out of memory reading '%s'", e->name);
+                return slim__tf_error(err, SLIM_ENOMEM, "out of memory reading '%s'", e->name);
             slim_status st =
                 v2_bytes(c, e->name, e->shard, e->off, e->len, e->crc, e->dtype, buf, err);
             if (!st) {
@@ -222,8 +225,8 @@ static slim_status v2_read(slim__ckpt *c, const slim__ckpt_entry *e, void *dst, 
         return v2_bytes(c, e->name, e->shard, e->off, e->len, e->crc, e->dtype, dst, err);
     }
     if (e->dtype == SLIM__DT_STRING)
-        return slim__error(err, SLIM_EUNSUPPORTED, "%s: '%s': partitioned string tensors", c->path,
-                           e->name);
+        return slim__tf_error(err, SLIM_EUNSUPPORTED, "%s: '%s': partitioned string tensors",
+                              c->path, e->name);
     const slim__tf_slices *s = e->priv;
     slim__buf key = {0};
     int64_t st_[SLIM__CKPT_MAX_RANK], ln[SLIM__CKPT_MAX_RANK], n;
@@ -233,7 +236,7 @@ static slim_status v2_read(slim__ckpt *c, const slim__ckpt_entry *e, void *dst, 
         slim__tf_slice_key(&key, e->key ? e->key : e->name, e->rank, s->start + (size_t)i * per,
                            s->len + (size_t)i * per);
         if (key.failed) {
-            st = slim__error(err, SLIM_ENOMEM, "out of memory");
+            st = slim__tf_error(err, SLIM_ENOMEM, "out of memory");
             break;
         }
         v2_slice want = {.key = key.p, .klen = key.n};
@@ -241,20 +244,21 @@ static slim_status v2_read(slim__ckpt *c, const slim__ckpt_entry *e, void *dst, 
             im->n_sl ? bsearch(&want, im->sl, (size_t)im->n_sl, sizeof *im->sl, slice_cmp) : NULL;
         slim__tf_slice_box(c->path, e, s, i, st_, ln, &n, NULL);
         if (!sl)
-            st = slim__error(err, SLIM_ECORRUPT,
-                             "%s.index: '%s': the entry of its slice %d is missing", c->path,
-                             e->name, i);
+            st = slim__tf_error(err, SLIM_ECORRUPT,
+                                "%s.index: '%s': the entry of its slice %d is missing", c->path,
+                                e->name, i);
         else if (sl->dtype != e->dtype || sl->numel != n || sl->size != n * es)
-            st = slim__error(err, SLIM_ECORRUPT,
-                             "%s.index: '%s': slice %d has %lld %s values in %lld bytes, expected "
-                             "%lld %s values",
-                             c->path, e->name, i, (long long)sl->numel, slim__dt_name(sl->dtype),
-                             (long long)sl->size, (long long)n, slim__dt_name(e->dtype));
+            st = slim__tf_error(
+                err, SLIM_ECORRUPT,
+                "%s.index: '%s': slice %d has %lld %s values in %lld bytes, expected "
+                "%lld %s values",
+                c->path, e->name, i, (long long)sl->numel, slim__dt_name(sl->dtype),
+                (long long)sl->size, (long long)n, slim__dt_name(e->dtype));
         if (st)
             break;
         void *tmp = malloc(n ? (size_t)(n * es) : 1);
         if (!tmp) {
-            st = slim__error(err, SLIM_ENOMEM, "out of memory");
+            st = slim__tf_error(err, SLIM_ENOMEM, "out of memory");
             break;
         }
         st = v2_bytes(c, e->name, sl->shard, sl->off, sl->size, sl->crc, e->dtype, tmp, err);
@@ -301,37 +305,38 @@ static slim_status v2_entry(void *user, const uint8_t *key, size_t klen, const u
     if (klen == 0) {
         Tensorflow__BundleHeaderProto *h = tensorflow__bundle_header_proto__unpack(NULL, vlen, val);
         if (!h)
-            return slim__error(err, SLIM_ECORRUPT, "%s: bad BundleHeaderProto (block at byte %lld)",
-                               s->file, (long long)boff);
+            return slim__tf_error(err, SLIM_ECORRUPT,
+                                  "%s: bad BundleHeaderProto (block at byte %lld)", s->file,
+                                  (long long)boff);
         int ns = h->num_shards, big = h->endianness;
         tensorflow__bundle_header_proto__free_unpacked(h, NULL);
         if (ns < 1 || ns > 100000)
-            return slim__error(err, SLIM_ECORRUPT, "%s: the header says %d data shards", s->file,
-                               ns);
+            return slim__tf_error(err, SLIM_ECORRUPT, "%s: the header says %d data shards", s->file,
+                                  ns);
         if (big)
-            return slim__error(err, SLIM_EUNSUPPORTED,
-                               "%s: a big-endian checkpoint (slim reads little-endian ones)",
-                               s->file);
+            return slim__tf_error(err, SLIM_EUNSUPPORTED,
+                                  "%s: a big-endian checkpoint (slim reads little-endian ones)",
+                                  s->file);
         im->num_shards = ns;
         s->header = true;
         return SLIM_OK;
     }
     if (!s->header)
-        return slim__error(err, SLIM_ECORRUPT,
-                           "%s: no BundleHeaderProto under the \"\" key: not "
-                           "a TensorFlow V2 index",
-                           s->file);
+        return slim__tf_error(err, SLIM_ECORRUPT,
+                              "%s: no BundleHeaderProto under the \"\" key: not "
+                              "a TensorFlow V2 index",
+                              s->file);
     Tensorflow__BundleEntryProto *b = tensorflow__bundle_entry_proto__unpack(NULL, vlen, val);
     if (!b)
-        return slim__error(err, SLIM_ECORRUPT,
-                           "%s: entry '%.*s' (block at byte %lld): bad BundleEntryProto", s->file,
-                           (int)(klen < 200 ? klen : 200), (const char *)key, (long long)boff);
+        return slim__tf_error(
+            err, SLIM_ECORRUPT, "%s: entry '%.*s' (block at byte %lld): bad BundleEntryProto",
+            s->file, (int)(klen < 200 ? klen : 200), (const char *)key, (long long)boff);
     slim_status st = SLIM_OK;
     char name[1100];
     if (klen >= sizeof name || memchr(key, 0, klen)) {
         if (key[0] != 0 || klen > (1 << 16)) {
-            st = slim__error(err, SLIM_ECORRUPT, "%s: a key of %zu bytes is not a tensor name",
-                             s->file, klen);
+            st = slim__tf_error(err, SLIM_ECORRUPT, "%s: a key of %zu bytes is not a tensor name",
+                                s->file, klen);
             goto done;
         }
         /* a slice of a partitioned variable, under its encoded key */
@@ -339,7 +344,7 @@ static slim_status v2_entry(void *user, const uint8_t *key, size_t klen, const u
             int cap = im->cap_sl ? 2 * im->cap_sl : 16;
             v2_slice *p = realloc(im->sl, (size_t)cap * sizeof *p);
             if (!p) {
-                st = slim__error(err, SLIM_ENOMEM, "out of memory");
+                st = slim__tf_error(err, SLIM_ENOMEM, "out of memory");
                 goto done;
             }
             im->sl = p;
@@ -352,7 +357,7 @@ static slim_status v2_entry(void *user, const uint8_t *key, size_t klen, const u
         v2_slice *sl = &im->sl[im->n_sl];
         sl->key = malloc(klen);
         if (!sl->key) {
-            st = slim__error(err, SLIM_ENOMEM, "out of memory");
+            st = slim__tf_error(err, SLIM_ENOMEM, "out of memory");
             goto done;
         }
         memcpy(sl->key, key, klen);
@@ -365,15 +370,15 @@ static slim_status v2_entry(void *user, const uint8_t *key, size_t klen, const u
         sl->crc = b->crc32c;
         im->n_sl++;
         if (b->shard_id < 0 || b->shard_id >= im->num_shards)
-            st = slim__error(err, SLIM_ECORRUPT, "%s: a slice entry in shard %d of %d", s->file,
-                             b->shard_id, im->num_shards);
+            st = slim__tf_error(err, SLIM_ECORRUPT, "%s: a slice entry in shard %d of %d", s->file,
+                                b->shard_id, im->num_shards);
         goto done;
     }
     memcpy(name, key, klen);
     name[klen] = 0;
     slim__ckpt_entry *e = slim__ckpt_add(c, name);
     if (!e) {
-        st = slim__error(err, SLIM_ENOMEM, "out of memory");
+        st = slim__tf_error(err, SLIM_ENOMEM, "out of memory");
         goto done;
     }
     e->dtype = b->dtype;
@@ -395,16 +400,16 @@ static slim_status v2_entry(void *user, const uint8_t *key, size_t klen, const u
     }
     int es = slim__dt_size(e->dtype);
     if (e->shard < 0 || e->shard >= im->num_shards)
-        st = slim__error(err, SLIM_ECORRUPT, "%s: '%s' is in data shard %d of %d", s->file, name,
-                         e->shard, im->num_shards);
+        st = slim__tf_error(err, SLIM_ECORRUPT, "%s: '%s' is in data shard %d of %d", s->file, name,
+                            e->shard, im->num_shards);
     else if (e->off < 0 || e->len < 0)
-        st = slim__error(err, SLIM_ECORRUPT, "%s: '%s' has a negative offset or size", s->file,
-                         name);
+        st = slim__tf_error(err, SLIM_ECORRUPT, "%s: '%s' has a negative offset or size", s->file,
+                            name);
     else if (es && (e->numel > INT64_MAX / es || e->len != e->numel * es))
-        st = slim__error(err, SLIM_ECORRUPT,
-                         "%s: '%s' is %lld %s values but has %lld bytes (expected %lld)", s->file,
-                         name, (long long)e->numel, slim__dt_name(e->dtype), (long long)e->len,
-                         (long long)(e->numel * es));
+        st = slim__tf_error(err, SLIM_ECORRUPT,
+                            "%s: '%s' is %lld %s values but has %lld bytes (expected %lld)",
+                            s->file, name, (long long)e->numel, slim__dt_name(e->dtype),
+                            (long long)e->len, (long long)(e->numel * es));
 done:
     tensorflow__bundle_entry_proto__free_unpacked(b, NULL);
     return st;
@@ -452,7 +457,8 @@ static slim_status tf2_names(slim__ckpt *c, slim_error *err)
         if (st)
             return st;
         if (!g)
-            return slim__error(err, SLIM_ECORRUPT, "%s: bad _CHECKPOINTABLE_OBJECT_GRAPH", c->path);
+            return slim__tf_error(err, SLIM_ECORRUPT, "%s: bad _CHECKPOINTABLE_OBJECT_GRAPH",
+                                  c->path);
     }
     slim_status st = SLIM_OK;
     for (int i = 0; i < c->n && !st; i++) {
@@ -520,7 +526,7 @@ static slim_status tf2_names(slim__ckpt *c, slim_error *err)
         if (!st)
             st = rename_entry(e, nm);
         if (st)
-            st = slim__error(err, SLIM_ENOMEM, "out of memory");
+            st = slim__tf_error(err, SLIM_ENOMEM, "out of memory");
     }
     if (g)
         tensorflow__trackable_object_graph__free_unpacked(g, NULL);
@@ -534,8 +540,8 @@ static slim_status open_v2(slim__ckpt *c, slim__tft *t, const char *ip, slim_err
     v2_scan s = {.c = c, .file = ip};
     st = slim__tft_scan(t, v2_entry, &s, err);
     if (!st && !s.header)
-        st = slim__error(err, SLIM_ECORRUPT, "%s: no BundleHeaderProto: not a TensorFlow V2 index",
-                         ip);
+        st = slim__tf_error(err, SLIM_ECORRUPT,
+                            "%s: no BundleHeaderProto: not a TensorFlow V2 index", ip);
     bool snappy = slim__tft_saw_snappy(t);
     slim__tft_close(t);
     if (st)
@@ -543,7 +549,7 @@ static slim_status open_v2(slim__ckpt *c, slim__tft *t, const char *ip, slim_err
     im->fd = malloc((size_t)im->num_shards * sizeof *im->fd);
     im->fsize = calloc((size_t)im->num_shards, sizeof *im->fsize);
     if (!im->fd || !im->fsize)
-        return slim__error(err, SLIM_ENOMEM, "out of memory");
+        return slim__tf_error(err, SLIM_ENOMEM, "out of memory");
     for (int i = 0; i < im->num_shards; i++)
         im->fd[i] = -1;
     if (im->n_sl > 1)
@@ -563,7 +569,7 @@ static slim_status v2_init(slim__ckpt *c, slim_error *err)
 {
     v2_impl *im = calloc(1, sizeof *im);
     if (!im)
-        return slim__error(err, SLIM_ENOMEM, "out of memory");
+        return slim__tf_error(err, SLIM_ENOMEM, "out of memory");
     c->impl = im;
     c->ops = &v2_ops;
     c->format = SLIM__CKPT_TF_V2;

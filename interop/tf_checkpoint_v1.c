@@ -87,8 +87,8 @@ static slim_status proto_values(const char *file, const char *name,
         return SLIM_OK;
     default:
         if (!es || es > 4 || dtype == 8)
-            return slim__error(err, SLIM_EUNSUPPORTED, "%s: '%s': %s values in a V1 checkpoint",
-                               file, name, slim__dt_name(dtype));
+            return slim__tf_error(err, SLIM_EUNSUPPORTED, "%s: '%s': %s values in a V1 checkpoint",
+                                  file, name, slim__dt_name(dtype));
         if ((got = p->n_int_val) != (size_t)n)
             goto count;
         for (int64_t i = 0; i < n; i++) {
@@ -98,11 +98,11 @@ static slim_status proto_values(const char *file, const char *name,
         return SLIM_OK;
     }
 count:
-    return slim__error(err, SLIM_ECORRUPT, "%s: '%s': a slice of %lld values stores %zu", file,
-                       name, (long long)n, got);
+    return slim__tf_error(err, SLIM_ECORRUPT, "%s: '%s': a slice of %lld values stores %zu", file,
+                          name, (long long)n, got);
 bad:
-    return slim__error(err, SLIM_ECORRUPT, "%s: '%s': tensor_content of %zu bytes for %lld %s",
-                       file, name, p->tensor_content.len, (long long)n, slim__dt_name(dtype));
+    return slim__tf_error(err, SLIM_ECORRUPT, "%s: '%s': tensor_content of %zu bytes for %lld %s",
+                          file, name, p->tensor_content.len, (long long)n, slim__dt_name(dtype));
 }
 
 static slim_status v1_read(slim__ckpt *c, const slim__ckpt_entry *e, void *dst, void *out,
@@ -113,8 +113,8 @@ static slim_status v1_read(slim__ckpt *c, const slim__ckpt_entry *e, void *dst, 
     int es = slim__dt_size(e->dtype);
     if (e->dtype == SLIM__DT_STRING && (s->n != 1 || e->numel != (s->n ? e->numel : 0)))
         if (s->n != 1)
-            return slim__error(err, SLIM_EUNSUPPORTED, "%s: '%s': a string tensor in %d slices",
-                               c->path, e->name, s->n);
+            return slim__tf_error(err, SLIM_EUNSUPPORTED, "%s: '%s': a string tensor in %d slices",
+                                  c->path, e->name, s->n);
     if (dst && es)
         memset(dst, 0, (size_t)e->numel * (size_t)es);
     slim__buf key = {0};
@@ -132,31 +132,31 @@ static slim_status v1_read(slim__ckpt *c, const slim__ckpt_entry *e, void *dst, 
         int64_t boff;
         bool found;
         if (key.failed) {
-            st = slim__error(err, SLIM_ENOMEM, "out of memory");
+            st = slim__tf_error(err, SLIM_ENOMEM, "out of memory");
             break;
         }
         st = slim__tft_get(t, key.p, key.n, &val, &vlen, &boff, &found, err);
         if (st)
             break;
         if (!found) {
-            st = slim__error(err, SLIM_ECORRUPT, "%s: the data of '%s' (slice %d) is missing", file,
-                             e->name, i);
+            st = slim__tf_error(err, SLIM_ECORRUPT, "%s: the data of '%s' (slice %d) is missing",
+                                file, e->name, i);
             break;
         }
         Tensorflow__SavedTensorSlices *sts =
             tensorflow__saved_tensor_slices__unpack(NULL, vlen, val);
         const Tensorflow__SavedSlice *d = sts ? sts->data : NULL;
         if (!d || !d->name || strcmp(d->name, e->name) != 0 || !d->data)
-            st = slim__error(err, SLIM_ECORRUPT,
-                             "%s: block at byte %lld: the value stored for '%s' is not its "
-                             "SavedSlice",
-                             file, (long long)boff, e->name);
+            st = slim__tf_error(err, SLIM_ECORRUPT,
+                                "%s: block at byte %lld: the value stored for '%s' is not its "
+                                "SavedSlice",
+                                file, (long long)boff, e->name);
         else if (e->dtype == SLIM__DT_STRING)
             st = proto_values(file, e->name, d->data, e->dtype, n, NULL, out, err);
         else {
             void *tmp = s->n == 1 ? dst : malloc(n ? (size_t)(n * es) : 1);
             if (!tmp)
-                st = slim__error(err, SLIM_ENOMEM, "out of memory");
+                st = slim__tf_error(err, SLIM_ENOMEM, "out of memory");
             else
                 st = proto_values(file, e->name, d->data, e->dtype, n, tmp, NULL, err);
             if (!st && tmp != dst)
@@ -211,8 +211,8 @@ static slim_status v1_meta(slim__ckpt *c, int shard, slim_error *err)
     if (st)
         return st;
     if (!found)
-        return slim__error(err, SLIM_ECORRUPT,
-                           "%s: a TensorFlow table without the \"\" key of a checkpoint", file);
+        return slim__tf_error(err, SLIM_ECORRUPT,
+                              "%s: a TensorFlow table without the \"\" key of a checkpoint", file);
     Tensorflow__SavedTensorSlices *sts = tensorflow__saved_tensor_slices__unpack(NULL, vlen, val);
     if (!sts || !sts->meta) {
         /* a V2 index under another name? */
@@ -222,21 +222,22 @@ static slim_status v1_meta(slim__ckpt *c, int shard, slim_error *err)
             tensorflow__saved_tensor_slices__free_unpacked(sts, NULL);
         if (h) {
             tensorflow__bundle_header_proto__free_unpacked(h, NULL);
-            return slim__error(err, SLIM_EINVAL,
-                               "%s looks like a TensorFlow V2 index: give the checkpoint's prefix "
-                               "(the name before .index), with its .index and .data-* files "
-                               "beside it",
-                               file);
+            return slim__tf_error(
+                err, SLIM_EINVAL,
+                "%s looks like a TensorFlow V2 index: give the checkpoint's prefix "
+                "(the name before .index), with its .index and .data-* files "
+                "beside it",
+                file);
         }
-        return slim__error(err, SLIM_ECORRUPT,
-                           "%s: the \"\" key does not hold a SavedTensorSliceMeta: not a V1 "
-                           "checkpoint",
-                           file);
+        return slim__tf_error(err, SLIM_ECORRUPT,
+                              "%s: the \"\" key does not hold a SavedTensorSliceMeta: not a V1 "
+                              "checkpoint",
+                              file);
     }
     for (size_t i = 0; i < sts->meta->n_tensor && !st; i++) {
         const Tensorflow__SavedSliceMeta *m = sts->meta->tensor[i];
         if (!m->name || !m->name[0] || strlen(m->name) > 1000) {
-            st = slim__error(err, SLIM_ECORRUPT, "%s: a tensor without a usable name", file);
+            st = slim__tf_error(err, SLIM_ECORRUPT, "%s: a tensor without a usable name", file);
             break;
         }
         int k = -1;
@@ -245,15 +246,15 @@ static slim_status v1_meta(slim__ckpt *c, int shard, slim_error *err)
                 k = j;
         slim__ckpt_entry *e = k >= 0 ? &c->e[k] : slim__ckpt_add(c, m->name);
         if (!e) {
-            st = slim__error(err, SLIM_ENOMEM, "out of memory");
+            st = slim__tf_error(err, SLIM_ENOMEM, "out of memory");
             break;
         }
         if (k < 0) {
             e->dtype = m->type;
             st = slim__tf_set_shape(file, m->name, m->shape, e, err);
         } else if (e->dtype != (int)m->type) {
-            st = slim__error(err, SLIM_ECORRUPT, "%s: '%s' has another type in another shard", file,
-                             m->name);
+            st = slim__tf_error(err, SLIM_ECORRUPT, "%s: '%s' has another type in another shard",
+                                file, m->name);
         }
         slim__tf_slices *sl = e->priv;
         if (!st && m->n_slice == 0) {
@@ -292,7 +293,7 @@ static slim_status v1_init(slim__ckpt *c, int n, slim_error *err)
         im->t = calloc((size_t)n, sizeof *im->t);
     if (!im || !im->t) {
         free(im);
-        return slim__error(err, SLIM_ENOMEM, "out of memory");
+        return slim__tf_error(err, SLIM_ENOMEM, "out of memory");
     }
     c->impl = im;
     c->ops = &v1_ops;

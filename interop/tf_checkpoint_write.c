@@ -46,7 +46,7 @@ struct slim__tfw {
 
 static slim_status oom(slim_error *err)
 {
-    return slim__error(err, SLIM_ENOMEM, "out of memory writing a checkpoint");
+    return slim__tf_error(err, SLIM_ENOMEM, "out of memory writing a checkpoint");
 }
 
 static void final_name(const slim__tfw *w, int i, char *buf, size_t n)
@@ -66,7 +66,7 @@ slim_status slim__tfw_new(const char *path, slim__tfw_format format, int num_sha
     if (format == SLIM__TFW_V1)
         num_shards = 0;
     else if (num_shards < 1 || num_shards > 9999)
-        return slim__error(err, SLIM_EINVAL, "%d data shards: expected 1 to 9999", num_shards);
+        return slim__tf_error(err, SLIM_EINVAL, "%d data shards: expected 1 to 9999", num_shards);
     slim__tfw *w = calloc(1, sizeof *w);
     if (!w)
         return oom(err);
@@ -90,7 +90,7 @@ slim_status slim__tfw_new(const char *path, slim__tfw_format format, int num_sha
         w->data[i] = fopen(w->tmp[i], "wbe");
         if (!w->data[i]) {
             slim_status st =
-                slim__error(err, SLIM_EIO, "cannot create %s: %s", w->tmp[i], strerror(errno));
+                slim__tf_error(err, SLIM_EIO, "cannot create %s: %s", w->tmp[i], strerror(errno));
             slim__tfw_free(w);
             return st;
         }
@@ -136,8 +136,8 @@ static slim_status add_meta(slim__tfw *w, const char *name, int dtype, int rank,
             m = &w->m[i];
     if (m && (m->dtype != dtype || m->rank != rank ||
               (rank && memcmp(m->dim, dim, (size_t)rank * sizeof *dim) != 0)))
-        return slim__error(err, SLIM_EINVAL, "'%s' added twice with different shapes or types",
-                           name);
+        return slim__tf_error(err, SLIM_EINVAL, "'%s' added twice with different shapes or types",
+                              name);
     if (!m) {
         if (w->nm == w->capm) {
             int cap = w->capm ? 2 * w->capm : 64;
@@ -226,18 +226,18 @@ static slim_status v2_write(slim__tfw *w, int shard, const char *name, int dtype
     if (dtype != SLIM__DT_STRING) {
         int es = slim__dt_size(dtype);
         if (!es || len != (size_t)numel * (size_t)es)
-            return slim__error(err, SLIM_EINVAL, "'%s': %zu bytes for %lld %s values", name, len,
-                               (long long)numel, slim__dt_name(dtype));
+            return slim__tf_error(err, SLIM_EINVAL, "'%s': %zu bytes for %lld %s values", name, len,
+                                  (long long)numel, slim__dt_name(dtype));
         if (len && fwrite(data, 1, len, f) != len)
-            return slim__error(err, SLIM_EIO, "cannot write %s: %s", w->tmp[shard],
-                               strerror(errno));
+            return slim__tf_error(err, SLIM_EIO, "cannot write %s: %s", w->tmp[shard],
+                                  strerror(errno));
         *size = (int64_t)len;
         *crc = slim_crc32c_mask(slim_crc32c(0, data, len));
         w->off[shard] += (int64_t)len;
         return SLIM_OK;
     }
     if ((uint64_t)numel > len / 8)
-        return slim__error(err, SLIM_EINVAL, "'%s': bad string data", name);
+        return slim__tf_error(err, SLIM_EINVAL, "'%s': bad string data", name);
     const uint8_t *p = data;
     uint64_t total = 0;
     slim__buf b = {0};
@@ -251,7 +251,7 @@ static slim_status v2_write(slim__tfw *w, int shard, const char *name, int dtype
     }
     if (total != len - 8 * (uint64_t)numel) {
         slim__buf_free(&b);
-        return slim__error(err, SLIM_EINVAL, "'%s': bad string data", name);
+        return slim__tf_error(err, SLIM_EINVAL, "'%s': bad string data", name);
     }
     uint8_t ck[4];
     uint32_t m = slim_crc32c_mask(c);
@@ -265,7 +265,7 @@ static slim_status v2_write(slim__tfw *w, int shard, const char *name, int dtype
     if (b.failed)
         st = oom(err);
     else if (b.n && fwrite(b.p, 1, b.n, f) != b.n)
-        st = slim__error(err, SLIM_EIO, "cannot write %s: %s", w->tmp[shard], strerror(errno));
+        st = slim__tf_error(err, SLIM_EIO, "cannot write %s: %s", w->tmp[shard], strerror(errno));
     *size = (int64_t)b.n;
     *crc = slim_crc32c_mask(c);
     w->off[shard] += (int64_t)b.n;
@@ -284,7 +284,7 @@ static slim_status v1_value(slim__tfw *w, const char *name, int dtype, int rank,
     ProtobufCBinaryData *sv = NULL;
     if (dtype == SLIM__DT_STRING) {
         if ((uint64_t)numel > bytes / 8)
-            return slim__error(err, SLIM_EINVAL, "'%s': bad string data", name);
+            return slim__tf_error(err, SLIM_EINVAL, "'%s': bad string data", name);
         sv = calloc((size_t)numel + 1, sizeof *sv);
         if (!sv)
             return oom(err);
@@ -295,7 +295,7 @@ static slim_status v1_value(slim__tfw *w, const char *name, int dtype, int rank,
             memcpy(&l, (const uint8_t *)data + 8 * i, 8);
             if (l > bytes - 8 * (uint64_t)numel - total) {
                 free(sv);
-                return slim__error(err, SLIM_EINVAL, "'%s': bad string data", name);
+                return slim__tf_error(err, SLIM_EINVAL, "'%s': bad string data", name);
             }
             sv[i].data = (uint8_t *)s + total;
             sv[i].len = (size_t)l;
@@ -305,8 +305,8 @@ static slim_status v1_value(slim__tfw *w, const char *name, int dtype, int rank,
         tp.string_val = sv;
     } else {
         if (!es || bytes != (size_t)numel * (size_t)es)
-            return slim__error(err, SLIM_EINVAL, "'%s': %zu bytes for %lld %s values", name, bytes,
-                               (long long)numel, slim__dt_name(dtype));
+            return slim__tf_error(err, SLIM_EINVAL, "'%s': %zu bytes for %lld %s values", name,
+                                  bytes, (long long)numel, slim__dt_name(dtype));
         size_t n = (size_t)numel;
         switch (dtype) {
         case SLIM__DT_FLOAT: tp.n_float_val = n, tp.float_val = (float *)data; break;
@@ -348,9 +348,9 @@ static slim_status v1_value(slim__tfw *w, const char *name, int dtype, int rank,
                 tp.half_val = tmp;
             } else if (dtype == SLIM__DT_BFLOAT16 || dtype == 8 || dtype == SLIM__DT_COMPLEX128) {
                 free(tmp);
-                return slim__error(err, SLIM_EUNSUPPORTED,
-                                   "'%s': V1 checkpoints cannot hold %s values (write V2)", name,
-                                   slim__dt_name(dtype));
+                return slim__tf_error(err, SLIM_EUNSUPPORTED,
+                                      "'%s': V1 checkpoints cannot hold %s values (write V2)", name,
+                                      slim__dt_name(dtype));
             } else {
                 tp.n_int_val = n;
                 tp.int_val = tmp;
@@ -380,17 +380,17 @@ static slim_status add_any(slim__tfw *w, const char *name, int dtype, int rank, 
                            size_t len, slim_error *err)
 {
     if (!name[0] || rank < 0 || rank > SLIM__CKPT_MAX_RANK)
-        return slim__error(err, SLIM_EINVAL, "cannot write '%s' (rank %d)", name, rank);
+        return slim__tf_error(err, SLIM_EINVAL, "cannot write '%s' (rank %d)", name, rank);
     int64_t sdim[SLIM__CKPT_MAX_RANK];
     for (int d = 0; d < rank; d++) {
         sdim[d] = length && length[d] != -1 ? length[d] : dim[d];
         int64_t a = length && length[d] != -1 ? start[d] : 0;
         if (a < 0 || sdim[d] < 0 || a > dim[d] || sdim[d] > dim[d] - a)
-            return slim__error(err, SLIM_EINVAL, "'%s': a slice outside its shape", name);
+            return slim__tf_error(err, SLIM_EINVAL, "'%s': a slice outside its shape", name);
     }
     int64_t numel = slim__ckpt_numel(rank, sdim);
     if (numel < 0)
-        return slim__error(err, SLIM_EINVAL, "'%s': bad shape", name);
+        return slim__tf_error(err, SLIM_EINVAL, "'%s': bad shape", name);
     meta_t *m = NULL;
     slim_status st = add_meta(w, name, dtype, rank, dim, length ? start : NULL, length, &m, err);
     if (st)
@@ -560,9 +560,9 @@ slim_status slim__tfw_finish(slim__tfw *w, slim_error *err)
         FILE *f = w->data[i];
         w->data[i] = NULL;
         if (fflush(f) != 0 || fsync(fileno(f)) != 0)
-            st = slim__error(err, SLIM_EIO, "cannot write %s: %s", w->tmp[i], strerror(errno));
+            st = slim__tf_error(err, SLIM_EIO, "cannot write %s: %s", w->tmp[i], strerror(errno));
         if (fclose(f) != 0 && !st)
-            st = slim__error(err, SLIM_EIO, "cannot write %s: %s", w->tmp[i], strerror(errno));
+            st = slim__tf_error(err, SLIM_EIO, "cannot write %s: %s", w->tmp[i], strerror(errno));
     }
     if (!st)
         st = add_meta_entries(w, err);
@@ -570,8 +570,8 @@ slim_status slim__tfw_finish(slim__tfw *w, slim_error *err)
         qsort(w->kv, (size_t)w->nkv, sizeof *w->kv, kv_cmp);
     for (int i = 1; !st && i < w->nkv; i++)
         if (!kv_cmp(&w->kv[i - 1], &w->kv[i]))
-            st = slim__error(err, SLIM_EINVAL, "'%.*s' added twice", (int)w->kv[i].klen,
-                             (const char *)w->kv[i].key);
+            st = slim__tf_error(err, SLIM_EINVAL, "'%.*s' added twice", (int)w->kv[i].klen,
+                                (const char *)w->kv[i].key);
     int ti = w->num_shards; /* the table: V2's index, V1's file */
     slim__tft_writer *tw = NULL;
     if (!st)
@@ -586,8 +586,8 @@ slim_status slim__tfw_finish(slim__tfw *w, slim_error *err)
         char fin[1300];
         final_name(w, i, fin, sizeof fin);
         if (rename(w->tmp[i], fin) != 0)
-            st = slim__error(err, SLIM_EIO, "cannot rename %s to %s: %s", w->tmp[i], fin,
-                             strerror(errno));
+            st = slim__tf_error(err, SLIM_EIO, "cannot rename %s to %s: %s", w->tmp[i], fin,
+                                strerror(errno));
         else
             w->tmp[i][0] = 0;
     }

@@ -94,18 +94,18 @@ slim_status slim__tf_set_shape(const char *file, const char *name,
         return SLIM_OK;
     }
     if (sp->unknown_rank || sp->n_dim > SLIM__CKPT_MAX_RANK)
-        return slim__error(err, SLIM_EUNSUPPORTED, "%s: '%s' has %s (slim reads up to rank %d)",
-                           file, name, sp->unknown_rank ? "an unknown rank" : "too many dimensions",
-                           SLIM__CKPT_MAX_RANK);
+        return slim__tf_error(
+            err, SLIM_EUNSUPPORTED, "%s: '%s' has %s (slim reads up to rank %d)", file, name,
+            sp->unknown_rank ? "an unknown rank" : "too many dimensions", SLIM__CKPT_MAX_RANK);
     e->rank = (int)sp->n_dim;
     for (int i = 0; i < e->rank; i++)
         e->dim[i] = sp->dim[i]->size;
     e->numel = slim__ckpt_numel(e->rank, e->dim);
     if (e->numel < 0)
-        return slim__error(err, SLIM_ECORRUPT,
-                           "%s: '%s' has a bad shape (a negative or huge "
-                           "dimension)",
-                           file, name);
+        return slim__tf_error(err, SLIM_ECORRUPT,
+                              "%s: '%s' has a bad shape (a negative or huge "
+                              "dimension)",
+                              file, name);
     return SLIM_OK;
 }
 
@@ -117,11 +117,11 @@ slim_status slim__tf_add_slices(const char *file, const char *name, int rank,
     if (!n)
         return SLIM_OK;
     if (!*s && !(*s = calloc(1, sizeof **s)))
-        return slim__error(err, SLIM_ENOMEM, "out of memory");
+        return slim__tf_error(err, SLIM_ENOMEM, "out of memory");
     slim__tf_slices *x = *s;
     x->rank = rank;
     if (n > (size_t)(1 << 20) || (size_t)x->n + n > (size_t)(1 << 20))
-        return slim__error(err, SLIM_ECORRUPT, "%s: '%s' has too many slices", file, name);
+        return slim__tf_error(err, SLIM_ECORRUPT, "%s: '%s' has too many slices", file, name);
     int total = x->n + (int)n;
     size_t per = rank ? (size_t)rank : 1;
     int *sh = realloc(x->shard, (size_t)total * sizeof *sh);
@@ -134,15 +134,15 @@ slim_status slim__tf_add_slices(const char *file, const char *name, int rank,
     if (ln)
         x->len = ln;
     if (!ln)
-        return slim__error(err, SLIM_ENOMEM, "out of memory");
+        return slim__tf_error(err, SLIM_ENOMEM, "out of memory");
     for (size_t i = 0; i < n; i++) {
         const Tensorflow__TensorSliceProto *p = sp[i];
         int k = x->n + (int)i;
         x->shard[k] = shard;
         if (p->n_extent != 0 && p->n_extent != (size_t)rank)
-            return slim__error(err, SLIM_ECORRUPT,
-                               "%s: '%s': a slice of %zu dimensions for a tensor of rank %d", file,
-                               name, p->n_extent, rank);
+            return slim__tf_error(err, SLIM_ECORRUPT,
+                                  "%s: '%s': a slice of %zu dimensions for a tensor of rank %d",
+                                  file, name, p->n_extent, rank);
         for (int d = 0; d < rank; d++) {
             const Tensorflow__TensorSliceProto__Extent *ex = p->n_extent ? p->extent[d] : NULL;
             bool has = ex && ex->has_length_case ==
@@ -166,17 +166,18 @@ slim_status slim__tf_slice_box(const char *file, const slim__ckpt_entry *e,
         int64_t a = s->start[(size_t)i * per + (size_t)d], l = s->len[(size_t)i * per + (size_t)d];
         if (l == -1) {
             if (a != 0)
-                return slim__error(err, SLIM_ECORRUPT,
-                                   "%s: '%s' slice %d: a whole-dimension extent starting at %lld",
-                                   file, e->name, i, (long long)a);
+                return slim__tf_error(
+                    err, SLIM_ECORRUPT,
+                    "%s: '%s' slice %d: a whole-dimension extent starting at %lld", file, e->name,
+                    i, (long long)a);
             l = e->dim[d];
         }
         if (a < 0 || l < 0 || a > e->dim[d] || l > e->dim[d] - a)
-            return slim__error(err, SLIM_ECORRUPT,
-                               "%s: '%s' slice %d: extent [%lld, +%lld) of dimension %d is outside "
-                               "its size %lld",
-                               file, e->name, i, (long long)a, (long long)l, d,
-                               (long long)e->dim[d]);
+            return slim__tf_error(
+                err, SLIM_ECORRUPT,
+                "%s: '%s' slice %d: extent [%lld, +%lld) of dimension %d is outside "
+                "its size %lld",
+                file, e->name, i, (long long)a, (long long)l, d, (long long)e->dim[d]);
         st[d] = a;
         ln[d] = l;
     }
@@ -203,14 +204,14 @@ slim_status slim__tf_check_tiling(const char *file, const slim__ckpt_entry *e,
             for (int d = 0; d < r && overlap; d++)
                 overlap = a[d] < b[d] + bl[d] && b[d] < a[d] + al[d];
             if (overlap && r > 0)
-                return slim__error(err, SLIM_ECORRUPT, "%s: '%s': slices %d and %d overlap", file,
-                                   e->name, j, i);
+                return slim__tf_error(err, SLIM_ECORRUPT, "%s: '%s': slices %d and %d overlap",
+                                      file, e->name, j, i);
         }
     }
     if (total != e->numel)
-        return slim__error(err, SLIM_ECORRUPT,
-                           "%s: '%s': its %d slices hold %lld of its %lld values", file, e->name,
-                           s->n, (long long)total, (long long)e->numel);
+        return slim__tf_error(err, SLIM_ECORRUPT,
+                              "%s: '%s': its %d slices hold %lld of its %lld values", file, e->name,
+                              s->n, (long long)total, (long long)e->numel);
     return SLIM_OK;
 }
 

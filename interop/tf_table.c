@@ -7,6 +7,7 @@
 #include <slim/data.h>
 
 #include <errno.h>
+#include <stdarg.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <snappy-c.h>
@@ -17,6 +18,16 @@
 #include <unistd.h>
 
 #define TRAILER 5 /* compression type + masked CRC */
+
+slim_status slim__tf_error(slim_error *err, slim_status code, const char *fmt, ...)
+{
+    char raw[2048], safe[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(raw, sizeof raw, fmt, ap);
+    va_end(ap);
+    return slim__error(err, code, "%s", slim__printable(raw, safe, sizeof safe));
+}
 
 /* ---- small encodings ------------------------------------------------------ */
 
@@ -145,8 +156,9 @@ bool slim__tft_saw_snappy(const slim__tft *t)
 static slim_status read_at(slim__tft *t, uint64_t off, size_t n, uint8_t *dst, slim_error *err)
 {
     if (off > t->size || n > t->size - off)
-        return slim__error(err, SLIM_ECORRUPT, "%s: %zu bytes at byte %llu lie past its end (%llu)",
-                           t->name, n, (unsigned long long)off, (unsigned long long)t->size);
+        return slim__tf_error(err, SLIM_ECORRUPT,
+                              "%s: %zu bytes at byte %llu lie past its end (%llu)", t->name, n,
+                              (unsigned long long)off, (unsigned long long)t->size);
     if (t->fd < 0) {
         memcpy(dst, t->mem + off, n);
         return SLIM_OK;
@@ -157,9 +169,9 @@ static slim_status read_at(slim__tft *t, uint64_t off, size_t n, uint8_t *dst, s
         if (r < 0 && errno == EINTR)
             continue;
         if (r <= 0)
-            return slim__error(err, SLIM_EIO, "%s: cannot read %zu bytes at byte %llu: %s", t->name,
-                               n, (unsigned long long)(off + done),
-                               r < 0 ? strerror(errno) : "the file is shorter than it was");
+            return slim__tf_error(err, SLIM_EIO, "%s: cannot read %zu bytes at byte %llu: %s",
+                                  t->name, n, (unsigned long long)(off + done),
+                                  r < 0 ? strerror(errno) : "the file is shorter than it was");
         done += (size_t)r;
     }
     return SLIM_OK;
@@ -183,15 +195,15 @@ static slim_status read_block(slim__tft *t, uint64_t off, uint64_t size, const u
 {
     uint64_t end = t->size - SLIM__TFT_FOOTER;
     if (off > end || size > end - off || TRAILER > end - off - size)
-        return slim__error(err, SLIM_ECORRUPT,
-                           "%s: a block handle (offset %llu, size %llu) points past the table's "
-                           "data (%llu bytes before the footer)",
-                           t->name, (unsigned long long)off, (unsigned long long)size,
-                           (unsigned long long)end);
+        return slim__tf_error(err, SLIM_ECORRUPT,
+                              "%s: a block handle (offset %llu, size %llu) points past the table's "
+                              "data (%llu bytes before the footer)",
+                              t->name, (unsigned long long)off, (unsigned long long)size,
+                              (unsigned long long)end);
     size_t n = (size_t)size;
     if (!grow(&t->raw, &t->raw_cap, n + TRAILER))
-        return slim__error(err, SLIM_ENOMEM, "%s: out of memory reading a block of %zu bytes",
-                           t->name, n);
+        return slim__tf_error(err, SLIM_ENOMEM, "%s: out of memory reading a block of %zu bytes",
+                              t->name, n);
     slim_status st = read_at(t, off, n + TRAILER, t->raw, err);
     if (st)
         return st;
@@ -202,34 +214,37 @@ static slim_status read_block(slim__tft *t, uint64_t off, uint64_t size, const u
     got = want; /* let the fuzzer past the checksums to what they protect */
 #endif
     if (want != got)
-        return slim__error(err, SLIM_ECORRUPT,
-                           "%s: block at byte %llu (%zu bytes): CRC-32C mismatch (stored 0x%08x, "
-                           "computed 0x%08x): the file is corrupt",
-                           t->name, (unsigned long long)off, n, want, got);
+        return slim__tf_error(
+            err, SLIM_ECORRUPT,
+            "%s: block at byte %llu (%zu bytes): CRC-32C mismatch (stored 0x%08x, "
+            "computed 0x%08x): the file is corrupt",
+            t->name, (unsigned long long)off, n, want, got);
     if (type == 0) {
         *data = t->raw;
         *len = n;
         return SLIM_OK;
     }
     if (type != 1)
-        return slim__error(err, SLIM_ECORRUPT,
-                           "%s: block at byte %llu: unknown compression type %u (0 none, 1 snappy)",
-                           t->name, (unsigned long long)off, type);
+        return slim__tf_error(
+            err, SLIM_ECORRUPT,
+            "%s: block at byte %llu: unknown compression type %u (0 none, 1 snappy)", t->name,
+            (unsigned long long)off, type);
     size_t ulen;
     if (snappy_uncompressed_length((const char *)t->raw, n, &ulen) != SNAPPY_OK ||
         ulen / 24 > n + 64)
-        return slim__error(err, SLIM_ECORRUPT,
-                           "%s: snappy block at byte %llu (%zu bytes): bad uncompressed length",
-                           t->name, (unsigned long long)off, n);
+        return slim__tf_error(err, SLIM_ECORRUPT,
+                              "%s: snappy block at byte %llu (%zu bytes): bad uncompressed length",
+                              t->name, (unsigned long long)off, n);
     if (!grow(&t->plain, &t->plain_cap, ulen ? ulen : 1))
-        return slim__error(err, SLIM_ENOMEM, "%s: out of memory uncompressing a block of %zu bytes",
-                           t->name, ulen);
+        return slim__tf_error(err, SLIM_ENOMEM,
+                              "%s: out of memory uncompressing a block of %zu bytes", t->name,
+                              ulen);
     size_t got_len = ulen;
     if (snappy_uncompress((const char *)t->raw, n, (char *)t->plain, &got_len) != SNAPPY_OK ||
         got_len != ulen)
-        return slim__error(err, SLIM_ECORRUPT,
-                           "%s: snappy block at byte %llu (%zu bytes): not valid snappy data",
-                           t->name, (unsigned long long)off, n);
+        return slim__tf_error(err, SLIM_ECORRUPT,
+                              "%s: snappy block at byte %llu (%zu bytes): not valid snappy data",
+                              t->name, (unsigned long long)off, n);
     t->snappy = true;
     *data = t->plain;
     *len = ulen;
@@ -259,14 +274,15 @@ static slim_status walk_block(slim__tft *t, uint64_t boff, const uint8_t *d, siz
                               slim__tft_fn fn, void *user, walk *w, slim_error *err)
 {
     if (n < 4)
-        return slim__error(err, SLIM_ECORRUPT,
-                           "%s: block at byte %llu: %zu bytes, too short for its restart count",
-                           t->name, (unsigned long long)boff, n);
+        return slim__tf_error(err, SLIM_ECORRUPT,
+                              "%s: block at byte %llu: %zu bytes, too short for its restart count",
+                              t->name, (unsigned long long)boff, n);
     uint32_t nr = le32(d + n - 4);
     if (nr > (n - 4) / 4)
-        return slim__error(err, SLIM_ECORRUPT,
-                           "%s: block at byte %llu: %u restart points do not fit in its %zu bytes",
-                           t->name, (unsigned long long)boff, nr, n);
+        return slim__tf_error(
+            err, SLIM_ECORRUPT,
+            "%s: block at byte %llu: %u restart points do not fit in its %zu bytes", t->name,
+            (unsigned long long)boff, nr, n);
     size_t lim = n - 4 - 4 * (size_t)nr; /* entries end where the restart array starts */
     t->key.n = 0;
     size_t p = 0;
@@ -276,23 +292,23 @@ static slim_status walk_block(slim__tft *t, uint64_t boff, const uint8_t *d, siz
         size_t b = a ? slim__varint64_get(d + p + a, d + lim, &unshared) : 0;
         size_t c = b ? slim__varint64_get(d + p + a + b, d + lim, &vlen) : 0;
         if (!c)
-            return slim__error(err, SLIM_ECORRUPT,
-                               "%s: block at byte %llu: entry at byte %zu of the block: bad or "
-                               "truncated length varint",
-                               t->name, (unsigned long long)boff, p);
+            return slim__tf_error(err, SLIM_ECORRUPT,
+                                  "%s: block at byte %llu: entry at byte %zu of the block: bad or "
+                                  "truncated length varint",
+                                  t->name, (unsigned long long)boff, p);
         size_t q = p + a + b + c, room = lim - q;
         if (shared > t->key.n || unshared > room || vlen > room - unshared)
-            return slim__error(err, SLIM_ECORRUPT,
-                               "%s: block at byte %llu: entry at byte %zu of the block: key "
-                               "(%llu shared + %llu bytes) and value (%llu bytes) do not fit "
-                               "(previous key %zu bytes, %zu bytes left)",
-                               t->name, (unsigned long long)boff, p, (unsigned long long)shared,
-                               (unsigned long long)unshared, (unsigned long long)vlen, t->key.n,
-                               room);
+            return slim__tf_error(err, SLIM_ECORRUPT,
+                                  "%s: block at byte %llu: entry at byte %zu of the block: key "
+                                  "(%llu shared + %llu bytes) and value (%llu bytes) do not fit "
+                                  "(previous key %zu bytes, %zu bytes left)",
+                                  t->name, (unsigned long long)boff, p, (unsigned long long)shared,
+                                  (unsigned long long)unshared, (unsigned long long)vlen, t->key.n,
+                                  room);
         t->key.n = (size_t)shared;
         slim__buf_add(&t->key, d + q, (size_t)unshared);
         if (t->key.failed)
-            return slim__error(err, SLIM_ENOMEM, "%s: out of memory", t->name);
+            return slim__tf_error(err, SLIM_ENOMEM, "%s: out of memory", t->name);
         const uint8_t *val = d + q + unshared;
         if (w && keycmp(t->key.p, t->key.n, w->target, w->target_len) >= 0) {
             w->found = keycmp(t->key.p, t->key.n, w->target, w->target_len) == 0;
@@ -325,31 +341,31 @@ static slim_status add_ix(void *user, const uint8_t *key, size_t klen, const uin
     size_t a = slim__varint64_get(val, val + vlen, &off);
     size_t c = a ? slim__varint64_get(val + a, val + vlen, &size) : 0;
     if (!c)
-        return slim__error(err, SLIM_ECORRUPT,
-                           "%s: index block at byte %lld: entry %d: bad block handle", b->t->name,
-                           (long long)boff, b->n);
+        return slim__tf_error(err, SLIM_ECORRUPT,
+                              "%s: index block at byte %lld: entry %d: bad block handle",
+                              b->t->name, (long long)boff, b->n);
     if (b->n == b->cap) {
         int cap = b->cap ? 2 * b->cap : 16;
         ix_entry *ix = realloc(b->ix, (size_t)cap * sizeof *ix);
         if (!ix)
-            return slim__error(err, SLIM_ENOMEM, "%s: out of memory", b->t->name);
+            return slim__tf_error(err, SLIM_ENOMEM, "%s: out of memory", b->t->name);
         b->ix = ix;
         b->cap = cap;
     }
     b->ix[b->n++] = (ix_entry){.key_off = b->keys.n, .key_len = klen, .off = off, .size = size};
     slim__buf_add(&b->keys, key, klen);
     if (b->keys.failed)
-        return slim__error(err, SLIM_ENOMEM, "%s: out of memory", b->t->name);
+        return slim__tf_error(err, SLIM_ENOMEM, "%s: out of memory", b->t->name);
     return SLIM_OK;
 }
 
 static slim_status open_common(slim__tft *t, slim_error *err)
 {
     if (t->size < SLIM__TFT_FOOTER)
-        return slim__error(err, SLIM_ECORRUPT,
-                           "%s: not a TensorFlow table: %llu bytes, shorter than the %d-byte "
-                           "footer",
-                           t->name, (unsigned long long)t->size, SLIM__TFT_FOOTER);
+        return slim__tf_error(err, SLIM_ECORRUPT,
+                              "%s: not a TensorFlow table: %llu bytes, shorter than the %d-byte "
+                              "footer",
+                              t->name, (unsigned long long)t->size, SLIM__TFT_FOOTER);
     uint8_t f[SLIM__TFT_FOOTER];
     uint64_t foot = t->size - SLIM__TFT_FOOTER;
     slim_status st = read_at(t, foot, sizeof f, f, err);
@@ -357,11 +373,11 @@ static slim_status open_common(slim__tft *t, slim_error *err)
         return st;
     uint64_t magic = le64(f + 40);
     if (magic != SLIM__TFT_MAGIC)
-        return slim__error(err, SLIM_ECORRUPT,
-                           "%s: not a TensorFlow table: the last 8 bytes (at byte %llu) are "
-                           "0x%016llx, not the table magic 0x%016llx",
-                           t->name, (unsigned long long)(t->size - 8), (unsigned long long)magic,
-                           (unsigned long long)SLIM__TFT_MAGIC);
+        return slim__tf_error(err, SLIM_ECORRUPT,
+                              "%s: not a TensorFlow table: the last 8 bytes (at byte %llu) are "
+                              "0x%016llx, not the table magic 0x%016llx",
+                              t->name, (unsigned long long)(t->size - 8), (unsigned long long)magic,
+                              (unsigned long long)SLIM__TFT_MAGIC);
     uint64_t moff, msize, ioff, isize;
     const uint8_t *e = f + 40;
     size_t a = slim__varint64_get(f, e, &moff);
@@ -369,8 +385,8 @@ static slim_status open_common(slim__tft *t, slim_error *err)
     size_t c = b ? slim__varint64_get(f + a + b, e, &ioff) : 0;
     size_t d = c ? slim__varint64_get(f + a + b + c, e, &isize) : 0;
     if (!d)
-        return slim__error(err, SLIM_ECORRUPT, "%s: footer at byte %llu: bad block handles",
-                           t->name, (unsigned long long)foot);
+        return slim__tf_error(err, SLIM_ECORRUPT, "%s: footer at byte %llu: bad block handles",
+                              t->name, (unsigned long long)foot);
     const uint8_t *data;
     size_t len;
     st = read_block(t, ioff, isize, &data, &len, err);
@@ -381,7 +397,7 @@ static slim_status open_common(slim__tft *t, slim_error *err)
     /* walk_block uses t->raw/plain only through data: copy the index out first */
     uint8_t *copy = malloc(len ? len : 1);
     if (!copy)
-        return slim__error(err, SLIM_ENOMEM, "%s: out of memory", t->name);
+        return slim__tf_error(err, SLIM_ENOMEM, "%s: out of memory", t->name);
     memcpy(copy, data, len);
     ix_build ib = {.t = t};
     st = walk_block(t, ioff, copy, len, add_ix, &ib, NULL, err);
@@ -395,7 +411,7 @@ static slim_status open_common(slim__tft *t, slim_error *err)
     t->n_ix = ib.n;
     t->keys = ib.keys.p ? ib.keys.p : calloc(1, 1); /* every key empty: no bytes, a base */
     if (!t->keys)
-        return slim__error(err, SLIM_ENOMEM, "%s: out of memory", t->name);
+        return slim__tf_error(err, SLIM_ENOMEM, "%s: out of memory", t->name);
     return SLIM_OK;
 }
 
@@ -407,7 +423,7 @@ static slim_status tft_new(const char *name, slim__tft **out, slim_error *err)
         t->name = strdup(name ? name : "(memory)");
     if (!t || !t->name) {
         free(t);
-        return slim__error(err, SLIM_ENOMEM, "out of memory");
+        return slim__tf_error(err, SLIM_ENOMEM, "out of memory");
     }
     t->fd = -1;
     *out = t;
@@ -426,13 +442,13 @@ slim_status slim__tft_open(const char *path, slim__tft **out, slim_error *err)
         int e = errno;
         slim__tft_close(t);
         *out = NULL;
-        return slim__error(err, e == ENOENT ? SLIM_ENOTFOUND : SLIM_EIO, "cannot open %s: %s", path,
-                           strerror(e));
+        return slim__tf_error(err, e == ENOENT ? SLIM_ENOTFOUND : SLIM_EIO, "cannot open %s: %s",
+                              path, strerror(e));
     }
     if (!S_ISREG(sb.st_mode)) {
         slim__tft_close(t);
         *out = NULL;
-        return slim__error(err, SLIM_EINVAL, "%s is not a regular file", path);
+        return slim__tf_error(err, SLIM_EINVAL, "%s is not a regular file", path);
     }
     t->size = (uint64_t)sb.st_size;
     st = open_common(t, err);
@@ -606,7 +622,7 @@ struct slim__tft_writer {
 static slim_status w_write(slim__tft_writer *w, const void *p, size_t n, slim_error *err)
 {
     if (n && fwrite(p, 1, n, w->f) != n)
-        return slim__error(err, SLIM_EIO, "cannot write %s: %s", w->path, strerror(errno));
+        return slim__tf_error(err, SLIM_EIO, "cannot write %s: %s", w->path, strerror(errno));
     w->off += n;
     return SLIM_OK;
 }
@@ -616,7 +632,7 @@ static slim_status write_block(slim__tft_writer *w, block_builder *b, uint64_t *
 {
     bb_finish(b);
     if (bb_failed(b))
-        return slim__error(err, SLIM_ENOMEM, "out of memory writing %s", w->path);
+        return slim__tf_error(err, SLIM_ENOMEM, "out of memory writing %s", w->path);
     const uint8_t *out = b->data.p;
     size_t n = b->data.n;
     uint8_t type = 0;
@@ -626,7 +642,7 @@ static slim_status write_block(slim__tft_writer *w, block_builder *b, uint64_t *
         if (cap > w->comp.cap) {
             uint8_t *p = realloc(w->comp.p, cap);
             if (!p)
-                return slim__error(err, SLIM_ENOMEM, "out of memory writing %s", w->path);
+                return slim__tf_error(err, SLIM_ENOMEM, "out of memory writing %s", w->path);
             w->comp.p = p;
             w->comp.cap = cap;
         }
@@ -694,7 +710,7 @@ slim_status slim__tft_writer_new(const char *path, const slim__tft_opts *o, slim
     slim__tft_writer *w = calloc(1, sizeof *w);
     if (!w || !(w->path = strdup(path))) {
         free(w);
-        return slim__error(err, SLIM_ENOMEM, "out of memory");
+        return slim__tf_error(err, SLIM_ENOMEM, "out of memory");
     }
     if (o)
         w->o = *o;
@@ -710,7 +726,7 @@ slim_status slim__tft_writer_new(const char *path, const slim__tft_opts *o, slim
     if (!w->f) {
         int e = errno;
         slim__tft_writer_free(w);
-        return slim__error(err, SLIM_EIO, "cannot create %s: %s", path, strerror(e));
+        return slim__tf_error(err, SLIM_EIO, "cannot create %s: %s", path, strerror(e));
     }
     *out = w;
     return SLIM_OK;
@@ -720,9 +736,9 @@ slim_status slim__tft_writer_add(slim__tft_writer *w, const void *key, size_t kl
                                  size_t vlen, slim_error *err)
 {
     if (w->any && keycmp(key, klen, w->last_key.p, w->last_key.n) <= 0)
-        return slim__error(err, SLIM_EINVAL,
-                           "%s: table keys must be added in increasing order (internal error)",
-                           w->path);
+        return slim__tf_error(err, SLIM_EINVAL,
+                              "%s: table keys must be added in increasing order (internal error)",
+                              w->path);
     if (w->pending) {
         separator(&w->sep, w->last_key.p, w->last_key.n, key, klen);
         add_index_entry(w);
@@ -732,7 +748,7 @@ slim_status slim__tft_writer_add(slim__tft_writer *w, const void *key, size_t kl
     slim__buf_add(&w->last_key, key, klen);
     w->any = true;
     if (bb_failed(&w->data) || w->last_key.failed || w->sep.failed)
-        return slim__error(err, SLIM_ENOMEM, "out of memory writing %s", w->path);
+        return slim__tf_error(err, SLIM_ENOMEM, "out of memory writing %s", w->path);
     if (bb_size(&w->data) >= w->o.block_size) {
         slim_status st = write_block(w, &w->data, &w->pend_off, &w->pend_size, err);
         if (st)
@@ -773,9 +789,9 @@ slim_status slim__tft_writer_finish(slim__tft_writer *w, slim_error *err)
         st = w_write(w, f, sizeof f, err);
     }
     if (!st && (fflush(w->f) != 0 || fsync(fileno(w->f)) != 0))
-        st = slim__error(err, SLIM_EIO, "cannot write %s: %s", w->path, strerror(errno));
+        st = slim__tf_error(err, SLIM_EIO, "cannot write %s: %s", w->path, strerror(errno));
     if (w->f && fclose(w->f) != 0 && !st)
-        st = slim__error(err, SLIM_EIO, "cannot write %s: %s", w->path, strerror(errno));
+        st = slim__tf_error(err, SLIM_EIO, "cannot write %s: %s", w->path, strerror(errno));
     w->f = NULL;
     slim__tft_writer_free(w);
     return st;

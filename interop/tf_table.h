@@ -83,6 +83,13 @@ slim_status slim__tft_writer_finish(slim__tft_writer *w, slim_error *err);
 /* Abandon (closes and frees; the file stays as it is). */
 void slim__tft_writer_free(slim__tft_writer *w);
 
+/* slim__error for messages that carry names or bytes read from a file: the
+ * formatted text goes through slim__printable (control and non-UTF-8 bytes as
+ * \xNN), so a hostile checkpoint cannot write escape sequences to a
+ * terminal. Messages are one line. */
+slim_status slim__tf_error(slim_error *err, slim_status code, const char *fmt, ...)
+    SLIM_PRINTF(3, 4);
+
 /* ---- encodings the checkpoint code shares ------------------------------- */
 
 /* A varint64 at p (< end): its length, or 0 when malformed or truncated. */

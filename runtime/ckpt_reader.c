@@ -5,6 +5,7 @@
 
 #include "engine/error.h"
 #include "interop/tf_checkpoint.h"
+#include "interop/tf_table.h"
 
 #include <slim/data.h>
 
@@ -304,11 +305,11 @@ slim_status slim__ckpt_finish(slim__ckpt *c, bool tf_names, slim_error *err)
         qsort(c->e, (size_t)c->n, sizeof *c->e, by_name);
     for (int i = 1; i < c->n; i++)
         if (!strcmp(c->e[i].name, c->e[i - 1].name))
-            return slim__error(err, SLIM_ECORRUPT, "%s: the name '%s' appears twice", c->path,
-                               c->e[i].name);
+            return slim__tf_error(err, SLIM_ECORRUPT, "%s: the name '%s' appears twice", c->path,
+                                  c->e[i].name);
     for (int i = 0; tf_names && i < c->n; i++)
         if (classify(c, &c->e[i]))
-            return slim__error(err, SLIM_ENOMEM, "out of memory");
+            return slim__tf_error(err, SLIM_ENOMEM, "out of memory");
     c->global_step = c->header ? c->header->global_step : -1;
     int gs = slim__ckpt_find(c, "global_step");
     if (gs >= 0 && c->e[gs].numel == 1 &&
@@ -342,8 +343,8 @@ slim_status slim__ckpt_finish(slim__ckpt *c, bool tf_names, slim_error *err)
             c->header = slimckpt__checkpoint_header__unpack(NULL, (size_t)sl, (uint8_t *)data + 8);
         free(data);
         if (!c->header || !c->header->format || strcmp(c->header->format, "slim-checkpoint"))
-            return slim__error(err, SLIM_ECORRUPT, "%s: its %s tensor is not slim's run header",
-                               c->path, SLIM__TF_HEADER_KEY);
+            return slim__tf_error(err, SLIM_ECORRUPT, "%s: its %s tensor is not slim's run header",
+                                  c->path, SLIM__TF_HEADER_KEY);
         if (gs < 0)
             c->global_step = c->header->global_step;
     }
@@ -356,7 +357,7 @@ slim_status slim__ckpt_check_size(slim__ckpt *c, int i, slim_error *err)
 {
     const slim__ckpt_entry *e = slim__ckpt_at(c, i);
     if (!e)
-        return slim__error(err, SLIM_EINVAL, "no entry %d in %s", i, c->path);
+        return slim__tf_error(err, SLIM_EINVAL, "no entry %d in %s", i, c->path);
     int es = slim__dt_size(e->dtype);
     int64_t max = c->ops->bound ? c->ops->bound(c, e) : INT64_MAX;
     int64_t want = e->dtype == SLIM__DT_STRING ? e->numel * 8 : e->numel;
@@ -365,10 +366,11 @@ slim_status slim__ckpt_check_size(slim__ckpt *c, int i, slim_error *err)
     else if (es)
         want = e->numel * es;
     if (want > max)
-        return slim__error(err, SLIM_ECORRUPT,
-                           "%s: '%s' claims %lld values (%lld bytes), more than its file can hold "
-                           "(%lld bytes): the checkpoint is damaged",
-                           c->path, e->name, (long long)e->numel, (long long)want, (long long)max);
+        return slim__tf_error(
+            err, SLIM_ECORRUPT,
+            "%s: '%s' claims %lld values (%lld bytes), more than its file can hold "
+            "(%lld bytes): the checkpoint is damaged",
+            c->path, e->name, (long long)e->numel, (long long)want, (long long)max);
     return SLIM_OK;
 }
 
@@ -378,7 +380,7 @@ slim_status slim__ckpt_read_raw(slim__ckpt *c, int i, void **data, size_t *len, 
     *len = 0;
     const slim__ckpt_entry *e = slim__ckpt_at(c, i);
     if (!e)
-        return slim__error(err, SLIM_EINVAL, "no entry %d in %s", i, c->path);
+        return slim__tf_error(err, SLIM_EINVAL, "no entry %d in %s", i, c->path);
     slim_status cs = slim__ckpt_check_size(c, i, err);
     if (cs)
         return cs;
@@ -386,26 +388,27 @@ slim_status slim__ckpt_read_raw(slim__ckpt *c, int i, void **data, size_t *len, 
         slim__buf out = {0};
         slim_status st = c->ops->read(c, e, NULL, &out, err);
         if (!st && out.failed)
-            st = slim__error(err, SLIM_ENOMEM, "out of memory reading '%s'", e->name);
+            st = slim__tf_error(err, SLIM_ENOMEM, "out of memory reading '%s'", e->name);
         if (st) {
             slim__buf_free(&out);
             return st;
         }
         *data = out.p ? out.p : malloc(1);
         *len = out.n;
-        return *data ? SLIM_OK : slim__error(err, SLIM_ENOMEM, "out of memory");
+        return *data ? SLIM_OK : slim__tf_error(err, SLIM_ENOMEM, "out of memory");
     }
     int es = slim__dt_size(e->dtype);
     if (!es)
-        return slim__error(err, SLIM_EUNSUPPORTED,
-                           "%s: '%s' has %s elements, which slim cannot read", c->path, e->name,
-                           slim__dt_name(e->dtype));
+        return slim__tf_error(err, SLIM_EUNSUPPORTED,
+                              "%s: '%s' has %s elements, which slim cannot read", c->path, e->name,
+                              slim__dt_name(e->dtype));
     if (e->numel > (int64_t)(SIZE_MAX / 2) / es)
-        return slim__error(err, SLIM_ENOMEM, "%s: '%s' is too large", c->path, e->name);
+        return slim__tf_error(err, SLIM_ENOMEM, "%s: '%s' is too large", c->path, e->name);
     size_t n = (size_t)e->numel * (size_t)es;
     void *p = malloc(n ? n : 1);
     if (!p)
-        return slim__error(err, SLIM_ENOMEM, "out of memory reading '%s' (%zu bytes)", e->name, n);
+        return slim__tf_error(err, SLIM_ENOMEM, "out of memory reading '%s' (%zu bytes)", e->name,
+                              n);
     slim_status st = c->ops->read(c, e, p, NULL, err);
     if (st) {
         free(p);
@@ -420,16 +423,16 @@ slim_status slim__ckpt_read_f32(slim__ckpt *c, int i, float *dst, int64_t n, sli
 {
     const slim__ckpt_entry *e = slim__ckpt_at(c, i);
     if (!e || e->numel != n)
-        return slim__error(err, SLIM_EINVAL, "reading '%s': %lld values, not %lld",
-                           e ? e->name : "?", e ? (long long)e->numel : -1LL, (long long)n);
+        return slim__tf_error(err, SLIM_EINVAL, "reading '%s': %lld values, not %lld",
+                              e ? e->name : "?", e ? (long long)e->numel : -1LL, (long long)n);
     slim_status cs = slim__ckpt_check_size(c, i, err);
     if (cs)
         return cs;
     if (e->dtype == SLIM__DT_FLOAT)
         return c->ops->read(c, e, dst, NULL, err);
     if (!slim__dt_is_real(e->dtype))
-        return slim__error(err, SLIM_ETYPE, "%s: '%s' holds %s values, not real numbers", c->path,
-                           e->name, slim__dt_name(e->dtype));
+        return slim__tf_error(err, SLIM_ETYPE, "%s: '%s' holds %s values, not real numbers",
+                              c->path, e->name, slim__dt_name(e->dtype));
     void *raw;
     size_t len;
     slim_status st = slim__ckpt_read_raw(c, i, &raw, &len, err);
@@ -504,26 +507,26 @@ static slim_status slim_read(slim__ckpt *c, const slim__ckpt_entry *e, void *dst
     size_t n = (size_t)e->len;
     uint8_t *buf = malloc(n + 4);
     if (!buf)
-        return slim__error(err, SLIM_ENOMEM, "out of memory reading '%s'", e->name);
+        return slim__tf_error(err, SLIM_ENOMEM, "out of memory reading '%s'", e->name);
     /* the record's payload and its CRC (the header was checked on opening) */
     ssize_t got = pread(im->fd, buf, n + 4, (off_t)(e->off + 12));
     slim_status st = SLIM_OK;
     if (got != (ssize_t)(n + 4)) {
-        st = slim__error(err, SLIM_EIO, "%s: cannot read tensor '%s' at byte %lld: %s", c->path,
-                         e->name, (long long)e->off, got < 0 ? strerror(errno) : "short read");
+        st = slim__tf_error(err, SLIM_EIO, "%s: cannot read tensor '%s' at byte %lld: %s", c->path,
+                            e->name, (long long)e->off, got < 0 ? strerror(errno) : "short read");
     } else {
         uint32_t want, have = slim_crc32c_mask(slim_crc32c(0, buf, n));
         memcpy(&want, buf + n, 4);
         Slimckpt__CheckpointTensor *t = NULL;
         if (want != have)
-            st = slim__error(err, SLIM_ECORRUPT,
-                             "%s: record of '%s' at byte %lld: data CRC-32C mismatch (stored "
-                             "0x%08x, computed 0x%08x): the file changed since it was opened",
-                             c->path, e->name, (long long)e->off, want, have);
+            st = slim__tf_error(err, SLIM_ECORRUPT,
+                                "%s: record of '%s' at byte %lld: data CRC-32C mismatch (stored "
+                                "0x%08x, computed 0x%08x): the file changed since it was opened",
+                                c->path, e->name, (long long)e->off, want, have);
         else if (!(t = slimckpt__checkpoint_tensor__unpack(NULL, n, buf)) ||
                  t->data.len != (size_t)e->numel * 4)
-            st = slim__error(err, SLIM_ECORRUPT, "%s: bad tensor record '%s' at byte %lld", c->path,
-                             e->name, (long long)e->off);
+            st = slim__tf_error(err, SLIM_ECORRUPT, "%s: bad tensor record '%s' at byte %lld",
+                                c->path, e->name, (long long)e->off);
         else if (t->data.len)
             memcpy(dst, t->data.data, t->data.len);
         if (t)
@@ -554,7 +557,7 @@ static slim_status open_slim(slim__ckpt *c, slim_error *err)
 {
     slim_impl *im = calloc(1, sizeof *im);
     if (!im)
-        return slim__error(err, SLIM_ENOMEM, "out of memory");
+        return slim__tf_error(err, SLIM_ENOMEM, "out of memory");
     im->fd = -1;
     c->impl = im;
     c->ops = &slim_ops;
@@ -568,16 +571,16 @@ static slim_status open_slim(slim__ckpt *c, slim_error *err)
     if (!st)
         st = slim_tfrecord_next(r, &data, &len, &off, err);
     if (!st && !data)
-        st = slim__error(err, SLIM_ECORRUPT, "%s: empty file, not a checkpoint", c->path);
+        st = slim__tf_error(err, SLIM_ECORRUPT, "%s: empty file, not a checkpoint", c->path);
     if (!st) {
         c->header = slimckpt__checkpoint_header__unpack(NULL, len, data);
         if (!c->header || !c->header->format || strcmp(c->header->format, "slim-checkpoint") != 0)
-            st = slim__error(err, SLIM_ECORRUPT, "%s: not a slim checkpoint (bad header record)",
-                             c->path);
+            st = slim__tf_error(err, SLIM_ECORRUPT, "%s: not a slim checkpoint (bad header record)",
+                                c->path);
         else if (c->header->version != 1)
-            st = slim__error(err, SLIM_EUNSUPPORTED,
-                             "%s: checkpoint format version %u (this slim reads version 1)",
-                             c->path, c->header->version);
+            st = slim__tf_error(err, SLIM_EUNSUPPORTED,
+                                "%s: checkpoint format version %u (this slim reads version 1)",
+                                c->path, c->header->version);
     }
     const char *opt = c->header ? c->header->optimizer : NULL;
     uint32_t crc = 0;
@@ -586,39 +589,61 @@ static slim_status open_slim(slim__ckpt *c, slim_error *err)
         if (st)
             break;
         if (!data) {
-            st = slim__error(err, SLIM_ECORRUPT,
-                             "%s: truncated checkpoint: it ends after %d of %d tensors, without "
-                             "its footer",
-                             c->path, i, c->header->has_n_tensors ? c->header->n_tensors : -1);
+            st = slim__tf_error(err, SLIM_ECORRUPT,
+                                "%s: truncated checkpoint: it ends after %d of %d tensors, without "
+                                "its footer",
+                                c->path, i, c->header->has_n_tensors ? c->header->n_tensors : -1);
             break;
         }
         if (i == c->header->n_tensors) {
             Slimckpt__CheckpointFooter *f = slimckpt__checkpoint_footer__unpack(NULL, len, data);
             if (!f)
-                st = slim__error(err, SLIM_ECORRUPT, "%s: bad footer record at byte %lld", c->path,
-                                 (long long)off);
+                st = slim__tf_error(err, SLIM_ECORRUPT, "%s: bad footer record at byte %lld",
+                                    c->path, (long long)off);
             else if (f->n_tensors != c->header->n_tensors || f->data_crc32c != crc)
-                st = slim__error(err, SLIM_ECORRUPT,
-                                 "%s: the footer does not match the tensors (corrupt checkpoint)",
-                                 c->path);
+                st = slim__tf_error(
+                    err, SLIM_ECORRUPT,
+                    "%s: the footer does not match the tensors (corrupt checkpoint)", c->path);
             if (f)
                 slimckpt__checkpoint_footer__free_unpacked(f, NULL);
             break;
         }
         Slimckpt__CheckpointTensor *t = slimckpt__checkpoint_tensor__unpack(NULL, len, data);
+        if (!t) {
+            st = slim__tf_error(err, SLIM_ECORRUPT, "%s: bad tensor record %d at byte %lld",
+                                c->path, i, (long long)off);
+            break;
+        }
         int64_t dims[SLIM__CKPT_MAX_RANK];
-        int rank = t ? (int)t->n_shape : 0;
-        for (int k = 0; t && k < rank && k < SLIM__CKPT_MAX_RANK; k++)
+        int rank = (int)t->n_shape;
+        /* the element count, checked before it can overflow */
+        const char *why = rank > SLIM_MAX_DIMS ? " (too many dimensions)" : "";
+        for (int k = 0; k < rank && !*why; k++) {
             dims[k] = t->shape[k];
-        int64_t numel = t && rank <= SLIM_MAX_DIMS ? slim__ckpt_numel(rank, dims) : -1;
-        if (!t || numel < 0 || !t->has_data || numel > (int64_t)(SIZE_MAX / 8) ||
-            t->data.len != (size_t)numel * sizeof(float)) {
-            st = slim__error(err, SLIM_ECORRUPT,
-                             "%s: tensor record %d at byte %lld: bad record, or its data bytes "
-                             "do not match its shape",
-                             c->path, i, (long long)off);
-            if (t)
-                slimckpt__checkpoint_tensor__free_unpacked(t, NULL);
+            if (dims[k] < 0)
+                why = " (a negative dimension)";
+            else if (slim__ckpt_numel(k + 1, dims) < 0)
+                why = " (its element count overflows)";
+        }
+        int64_t numel = *why ? -1 : slim__ckpt_numel(rank, dims);
+        if (*why || !t->has_data || t->data.len % sizeof(float) ||
+            t->data.len / sizeof(float) != (uint64_t)numel) {
+            char nm[256], shp[160] = "";
+            for (size_t k = 0, o = 0; k < t->n_shape; k++) {
+                if (o > sizeof shp - 26) {
+                    snprintf(shp + o, sizeof shp - o, ",...");
+                    break;
+                }
+                o += (size_t)snprintf(shp + o, sizeof shp - o, "%s%lld", k ? "," : "",
+                                      (long long)t->shape[k]);
+            }
+            st = slim__tf_error(
+                err, SLIM_ECORRUPT,
+                "%s: tensor '%s' at byte %lld: %zu data bytes do not match its shape "
+                "[%s]%s",
+                c->path, slim__printable(t->name, nm, sizeof nm), (long long)off, t->data.len, shp,
+                why);
+            slimckpt__checkpoint_tensor__free_unpacked(t, NULL);
             break;
         }
         crc = slim_crc32c(crc, t->data.data, t->data.len);
@@ -640,7 +665,7 @@ static slim_status open_slim(slim__ckpt *c, slim_error *err)
         slim__ckpt_entry *e = slim__ckpt_add(c, name);
         if (!e) {
             slimckpt__checkpoint_tensor__free_unpacked(t, NULL);
-            st = slim__error(err, SLIM_ENOMEM, "out of memory");
+            st = slim__tf_error(err, SLIM_ENOMEM, "out of memory");
             break;
         }
         e->dtype = SLIM__DT_FLOAT;
@@ -654,7 +679,7 @@ static slim_status open_slim(slim__ckpt *c, slim_error *err)
                   : t->kind == SLIMCKPT__TENSOR_KIND__SLOT ? SLIM__CK_SLOT
                                                            : SLIM__CK_VALUE;
         if (e->kind != SLIM__CK_VALUE && !(e->var = strdup(t->name)))
-            st = slim__error(err, SLIM_ENOMEM, "out of memory");
+            st = slim__tf_error(err, SLIM_ENOMEM, "out of memory");
         if (slot) {
             e->slot = strdup(slot);
             e->slot_index = t->has_slot_index ? t->slot_index : -1;
@@ -665,7 +690,7 @@ static slim_status open_slim(slim__ckpt *c, slim_error *err)
     if (!st) {
         im->fd = open(c->path, O_RDONLY | O_CLOEXEC);
         if (im->fd < 0)
-            st = slim__error(err, SLIM_EIO, "cannot open %s: %s", c->path, strerror(errno));
+            st = slim__tf_error(err, SLIM_EIO, "cannot open %s: %s", c->path, strerror(errno));
     }
     if (!st)
         st = slim__ckpt_finish(c, false, err);
@@ -743,7 +768,7 @@ slim_status slim__ckpt_new(const char *path, slim__ckpt **out, slim_error *err)
         c->path = strdup(path);
     if (!c || !c->path) {
         free(c);
-        return slim__error(err, SLIM_ENOMEM, "out of memory");
+        return slim__tf_error(err, SLIM_ENOMEM, "out of memory");
     }
     c->global_step = -1;
     *out = c;
@@ -778,11 +803,12 @@ static slim_status open_file(const char *path, slim__ckpt **out, slim_error *err
     } else if (is_file(path)) {
         sniffed s = sniff(path);
         if (s == NOT_CKPT)
-            return slim__error(err, SLIM_ECORRUPT,
-                               "%s: not a checkpoint: neither slim's format (TFRecord records) nor "
-                               "TensorFlow's (a table ending in the magic number "
-                               "0xdb4775248b80fb57)",
-                               path);
+            return slim__tf_error(
+                err, SLIM_ECORRUPT,
+                "%s: not a checkpoint: neither slim's format (TFRecord records) nor "
+                "TensorFlow's (a table ending in the magic number "
+                "0xdb4775248b80fb57)",
+                path);
         if ((st = slim__ckpt_new(path, &c, err)))
             return st;
         st = s == IS_SLIM ? open_slim(c, err) : slim__tfckpt_open_table(c, err);
@@ -792,10 +818,10 @@ static slim_status open_file(const char *path, slim__ckpt **out, slim_error *err
         st = slim__tfckpt_open_v1_sharded(c, err);
         if (st == SLIM_ENOTFOUND) {
             slim__ckpt_close(c);
-            return slim__error(err, SLIM_ENOTFOUND,
-                               "no checkpoint at %s: no such file or directory, nor %s.index "
-                               "(TensorFlow V2) or %s-00000-of-NNNNN (sharded V1)",
-                               path, path, path);
+            return slim__tf_error(err, SLIM_ENOTFOUND,
+                                  "no checkpoint at %s: no such file or directory, nor %s.index "
+                                  "(TensorFlow V2) or %s-00000-of-NNNNN (sharded V1)",
+                                  path, path, path);
         }
     }
     if (st) {
@@ -813,9 +839,9 @@ static slim_status state_file(const char *dir, char *path, size_t n, slim_error 
     snprintf(sp, sizeof sp, "%s/checkpoint", dir);
     FILE *f = fopen(sp, "re");
     if (!f)
-        return slim__error(err, SLIM_ENOTFOUND, "no checkpoint in %s", dir);
+        return slim__tf_error(err, SLIM_ENOTFOUND, "no checkpoint in %s", dir);
     char line[2048];
-    slim_status st = slim__error(
+    slim_status st = slim__tf_error(
         err, SLIM_ENOTFOUND, "%s has no model_checkpoint_path line: no checkpoint in %s", sp, dir);
     while (fgets(line, sizeof line, f)) {
         const char *k = "model_checkpoint_path:";
@@ -860,7 +886,7 @@ slim_status slim__ckpt_open(const char *path, slim__ckpt **out, slim_error *err)
 {
     *out = NULL;
     if (!path || !path[0])
-        return slim__error(err, SLIM_EINVAL, "no checkpoint path given");
+        return slim__tf_error(err, SLIM_EINVAL, "no checkpoint path given");
     struct stat sb;
     if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode)) {
         char file[1200];

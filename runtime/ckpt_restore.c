@@ -279,16 +279,14 @@ static int scope_len(const char *nm)
     return s ? (int)(s - nm) : (int)strlen(nm);
 }
 
+/* The library's message names no flag (eval and predict take none of
+ * train's; train's fine-tuning appends --ignore_missing_vars to it). */
 static slim_status missing_error(slim__ckpt *c, slim_graph *g, const slim__ckpt_plan *p,
-                                 bool resume, slim_error *err)
+                                 slim_error *err)
 {
-    char msg[3000];
-    size_t o = (size_t)snprintf(
-        msg, sizeof msg,
-        "%s: %d of the model's %d parameters %s not in the checkpoint:", slim__ckpt_path(c),
-        p->n_missing, p->np, p->n_missing == 1 ? "is" : "are");
+    char msg[1000];
+    size_t o = 0;
     int shown = 0;
-    const char *first = NULL;
     for (int i = 0; i < p->np && o < sizeof msg; i++) {
         if (p->status[i] != SLIM__PLAN_MISSING)
             continue;
@@ -296,30 +294,41 @@ static slim_status missing_error(slim__ckpt *c, slim_graph *g, const slim__ckpt_
         slim_tensor v;
         unsigned fl;
         slim_graph_param_at(g, i, &nm, &v, &fl);
-        if (!first)
-            first = nm;
-        if (shown == 8) {
-            o += (size_t)snprintf(msg + o, sizeof msg - o, "\n  ... and %d more",
-                                  p->n_missing - shown);
+        char b[96], nb[256];
+        const char *near = slim__ckpt_nearest(c, p, nm);
+        if (near)
+            near = slim__printable(near, nb, sizeof nb);
+        if (!shown)
+            o += (size_t)snprintf(msg + o, sizeof msg - o,
+                                  "%s has no '%s' (a parameter of the model the checkpoint lacks: "
+                                  "is it a checkpoint of another model, or of another version?)",
+                                  slim__ckpt_path(c), nm);
+        if (p->n_missing == 1) {
+            if (near && o < sizeof msg)
+                o += (size_t)snprintf(msg + o, sizeof msg - o, "; the nearest name in it is '%s'",
+                                      near);
             break;
         }
-        char b[96];
-        const char *near = shown < 8 ? slim__ckpt_nearest(c, p, nm) : NULL;
-        o += (size_t)snprintf(msg + o, sizeof msg - o, "\n  '%s' %s%s%s%s", nm,
-                              slim__shape_str(&v.shape, b, sizeof b),
-                              near ? " (nearest in the checkpoint: '" : "", near ? near : "",
-                              near ? "')" : "");
+        if (!shown && o < sizeof msg)
+            o += (size_t)snprintf(msg + o, sizeof msg - o,
+                                  "; %d of the model's %d parameters are not in it:", p->n_missing,
+                                  p->np);
+        if (shown == 5) {
+            if (o < sizeof msg)
+                o += (size_t)snprintf(msg + o, sizeof msg - o, "\n  ... and %d more",
+                                      p->n_missing - shown);
+            break;
+        }
+        if (o < sizeof msg)
+            o += (size_t)snprintf(msg + o, sizeof msg - o, "\n  '%s' %s%s%s%s", nm,
+                                  slim__shape_str(&v.shape, b, sizeof b),
+                                  near ? " (nearest in the checkpoint: '" : "", near ? near : "",
+                                  near ? "')" : "");
         shown++;
     }
-    if (o < sizeof msg && resume)
-        snprintf(msg + o, sizeof msg - o, "\nthe checkpoint is not one of this model's");
-    else if (o < sizeof msg)
+    if (p->n_missing > 1 && o < sizeof msg)
         snprintf(msg + o, sizeof msg - o,
-                 "\nto start them from their initial values, exclude their scope "
-                 "(--checkpoint_exclude_scopes=%.*s) or pass --ignore_missing_vars (keeps "
-                 "initial values for every parameter the checkpoint lacks); `slimrun ckpt diff "
-                 "MODEL CHECKPOINT` lists both sides",
-                 first ? scope_len(first) : 0, first ? first : "");
+                 "\n`slimrun ckpt diff MODEL CHECKPOINT` lists both sides");
     return slim__error(err, SLIM_ENOTFOUND, "%s", msg);
 }
 
@@ -333,11 +342,13 @@ static slim_status mismatch_error(slim__ckpt *c, slim_graph *g, const slim__ckpt
     const slim__ckpt_entry *e = slim__ckpt_at(c, p->src[i]);
     char b1[128], b2[96];
     entry_shape(e, b1, sizeof b1);
+    char en[256]; /* a name from the file, as text safe to print */
+    slim__printable(e->name, en, sizeof en);
     if (p->status[i] == SLIM__PLAN_DTYPE)
         return slim__error(err, SLIM_ETYPE,
                            "%s: '%s' holds %s values in the checkpoint; the model's parameter is "
                            "float",
-                           slim__ckpt_path(c), e->name, slim__dt_name(e->dtype));
+                           slim__ckpt_path(c), en, slim__dt_name(e->dtype));
     char hint[300] = "";
     int64_t cl = e->rank ? e->dim[e->rank - 1] : 0,
             ml = v.shape.rank ? v.shape.dim[v.shape.rank - 1] : 0;
@@ -352,7 +363,7 @@ static slim_status mismatch_error(slim__ckpt *c, slim_graph *g, const slim__ckpt
                  (long long)cl);
     char other[1300] = "";
     if (strcmp(e->name, nm) != 0 && !(e->kind == SLIM__CK_EMA && e->var && !strcmp(e->var, nm)))
-        snprintf(other, sizeof other, " (as '%s')", e->name);
+        snprintf(other, sizeof other, " (as '%s')", en);
     return slim__error(
         err, SLIM_ESHAPE,
         "%s: '%s' is %s in the checkpoint%s but %s in the model; to fine-tune with a new head "
@@ -387,7 +398,7 @@ slim_status slim__ckpt_restore_from(slim__ckpt *c, slim__rt_ckpt_state *s, bool 
             st = mismatch_error(c, g, &p, i, err);
     bool lenient = o && o->ignore_missing_vars && !resume;
     if (!st && p.n_missing && !lenient)
-        st = missing_error(c, g, &p, resume, err);
+        st = missing_error(c, g, &p, err);
     for (int i = 0; i < p.np && !st; i++) {
         const char *nm;
         slim_tensor v;
@@ -443,10 +454,12 @@ slim_status slim__ckpt_restore_from(slim__ckpt *c, slim__rt_ckpt_state *s, bool 
             entry_shape(e, b, sizeof b);
             if (p.used[k] || e->kind != SLIM__CK_VALUE)
                 continue;
+            char en[256]; /* names from the file, as text safe to print */
+            slim__printable(e->name, en, sizeof en);
             if (slim__rt_in_scopes(e->name, o ? o->exclude_scopes : NULL))
-                report(o, "excluded %s %s\n", e->name, b);
+                report(o, "excluded %s %s\n", en, b);
             else
-                report(o, "unused %s %s (not in the model)\n", e->name, b);
+                report(o, "unused %s (not in the model)\n", en);
         }
         if (!resume && p.n_opt)
             report(o,
@@ -527,9 +540,9 @@ void slim__ckpt_fill_info(const slim__ckpt *c, slim_checkpoint_info *info)
     if (h) {
         info->seed = h->seed;
         info->num_classes = h->num_classes;
-        snprintf(info->model_name, sizeof info->model_name, "%s",
-                 h->model_name ? h->model_name : "");
-        snprintf(info->optimizer, sizeof info->optimizer, "%s", h->optimizer ? h->optimizer : "");
+        /* names as text safe to print */
+        slim__printable(h->model_name, info->model_name, sizeof info->model_name);
+        slim__printable(h->optimizer, info->optimizer, sizeof info->optimizer);
         return;
     }
     /* a TensorFlow checkpoint: the zoo model its root scope names, if any */

@@ -475,8 +475,9 @@ slim_status slim__rt_trainer_setup(slim__rt_trainer *t, const slim_train_config 
             if (st == SLIM_ENOTFOUND && err && strstr(err->msg, " has no '")) {
                 size_t l = strnlen(err->msg, sizeof err->msg);
                 snprintf(err->msg + l, sizeof err->msg - l,
-                         "; --ignore_missing_vars keeps initial values for parameters the "
-                         "checkpoint lacks");
+                         "\nto fine-tune anyway, --checkpoint_exclude_scopes=SCOPE keeps a scope's "
+                         "initial values, --ignore_missing_vars keeps initial values for "
+                         "parameters the checkpoint lacks");
             }
             if (st) {
                 slim__error_prefix(err, "fine-tuning from %s: ", c->checkpoint_path);

@@ -10,6 +10,7 @@
 #include "tools/cmd.h"
 #include "tools/flags.h"
 
+#include "engine/error.h"
 #include "runtime/ckpt_convert.h"
 #include "runtime/ckpt_reader.h"
 #include "runtime/ckpt_restore.h"
@@ -21,6 +22,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* A name read from a file, as text safe to print (rotating buffers). */
+static const char *pn(const char *s)
+{
+    static char buf[4][512];
+    static int k;
+    k = (k + 1) % 4;
+    return slim__printable(s, buf[k], sizeof buf[k]);
+}
 
 static const char *kind_name(slim__ckpt_kind k)
 {
@@ -194,7 +204,7 @@ static int ckpt_ls(int argc, char **argv)
             const slim__ckpt_entry *e = slim__ckpt_at(c, i);
             char sh[256];
             shape_text(e, sh, sizeof sh);
-            printf("%s  %s  %s\n", e->name, slim__dt_name(e->dtype), sh);
+            printf("%s  %s  %s\n", pn(e->name), slim__dt_name(e->dtype), sh);
             rc = print_values(c, i);
         }
         slim__ckpt_close(c);
@@ -221,7 +231,7 @@ static int ckpt_ls(int argc, char **argv)
         const slim__ckpt_entry *e = slim__ckpt_at(c, i);
         char sh[256];
         shape_text(e, sh, sizeof sh);
-        printf("%-*s  %-5s  %-8s  %-20s  %lld", (int)w, e->name, kind_name(e->kind),
+        printf("%-*s  %-5s  %-8s  %-20s  %lld", (int)w, pn(e->name), kind_name(e->kind),
                slim__dt_name(e->dtype), sh, (long long)e->stored);
         if (e->n_slices)
             printf("  (%d slices)", e->n_slices);
@@ -328,11 +338,11 @@ static int ckpt_diff(int argc, char **argv)
             if (p.src[i] >= 0) {
                 shape_text(slim__ckpt_at(c, p.src[i]), cs, sizeof cs);
                 printf("  %s  model %s, checkpoint %s %s\n", nm, sh,
-                       slim__ckpt_at(c, p.src[i])->name, cs);
+                       pn(slim__ckpt_at(c, p.src[i])->name), cs);
             } else {
                 const char *near =
                     groups[gi].status == SLIM__PLAN_MISSING ? slim__ckpt_nearest(c, &p, nm) : NULL;
-                printf("  %s %s%s%s%s\n", nm, sh, near ? "  (nearest: " : "", near ? near : "",
+                printf("  %s %s%s%s%s\n", nm, sh, near ? "  (nearest: " : "", near ? pn(near) : "",
                        near ? ")" : "");
             }
         }
@@ -345,7 +355,7 @@ static int ckpt_diff(int argc, char **argv)
                 continue;
             char cs[256];
             shape_text(e, cs, sizeof cs);
-            printf("  %s %s\n", e->name, cs);
+            printf("  %s %s\n", pn(e->name), cs);
         }
     }
     int other = p.n_ema_unused + p.n_opt;

@@ -17,7 +17,7 @@ typedef struct eval_cli {
 #define E(f) offsetof(eval_cli, c.f)
 static const flag_def eval_flags[] = {
     {"checkpoint_path", FLAG_STR, E(checkpoint_path), 0,
-     "a checkpoint file, or a train_dir (its newest)"},
+     "a checkpoint (slim's, TensorFlow V1 or V2), or a train_dir (its newest)"},
     {"eval_dir", FLAG_STR, E(eval_dir), 0, "write eval.jsonl and TensorBoard events here"},
     {"model_name", FLAG_STR, E(model_name), 0, "zoo model (default: the one the checkpoint names)"},
     {"model", FLAG_STR, E(model_path), 0, "a model file (YAML)"},

@@ -145,7 +145,8 @@ static const flag_def train_flags[] = {
     {"save_format", FLAG_STR, T(save_format), 0,
      "slim (model.ckpt-N.slimckpt) or tf (TensorFlow V2: model.ckpt-N.index + .data)"},
     {"checkpoint_path", FLAG_STR, T(checkpoint_path), 0,
-     "fine-tune from this checkpoint (a file, or a directory: its newest)"},
+     "fine-tune from this checkpoint (slim's, TensorFlow V1 or V2; a file, a V2 prefix, a "
+     "directory)"},
     {"checkpoint_exclude_scopes", FLAG_STR, T(checkpoint_exclude_scopes), 0,
      "scopes not restored (comma separated): a new head"},
     {"checkpoint_assignment_map", FLAG_STR, T(checkpoint_assignment_map), 0,

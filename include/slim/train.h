@@ -282,8 +282,9 @@ typedef struct slim_eval_config {
     int labels_offset;
     int num_threads; /* 0 = cores */
     int num_preprocessing_threads;
-    int use_ema;               /* -1 auto (when present), 0 no, 1 required */
-    const char *checkpoint_assignment_map; /* slim_restore_opts.assignment_map */
+    int use_ema; /* -1 auto (when present), 0 no, 1 required */
+    /* slim_restore_opts.assignment_map */
+    const char *checkpoint_assignment_map;
     bool watch;                /* wait for new checkpoints in checkpoint_path */
     double eval_interval_secs; /* 60: how often to look while watching */
     double timeout_secs;       /* stop watching after this long without a new one; 0 = never */
