@@ -528,6 +528,34 @@ static void zoo_guess(const char *root, char *out, size_t n)
     out[o] = 0;
 }
 
+/* From the run's flags ("flag=value" lines): the last train_image_size= and
+ * every set=NAME=VALUE as "NAME=VALUE" lines (those that fit). */
+static void run_config_model(const char *rc, int *image_size, char *defines, size_t n)
+{
+    *image_size = 0;
+    defines[0] = 0;
+    size_t used = 0;
+    for (const char *l = rc; l && *l;) {
+        const char *end = strchr(l, '\n');
+        size_t len = end ? (size_t)(end - l) : strlen(l);
+        if (len > 17 && !strncmp(l, "train_image_size=", 17))
+            *image_size = atoi(l + 17);
+        else if (len > 4 && !strncmp(l, "set=", 4) && used + len - 4 + 2 <= n) {
+            char line[512];
+            snprintf(line, sizeof line, "%.*s", (int)(len - 4), l + 4);
+            slim__printable(line, defines + used, n - used);
+            used = strlen(defines);
+            if (used + 1 < n) {
+                defines[used++] = '\n';
+                defines[used] = 0;
+            }
+        }
+        l = end ? end + 1 : NULL;
+    }
+    if (*image_size < 0)
+        *image_size = 0;
+}
+
 void slim__ckpt_fill_info(const slim__ckpt *c, slim_checkpoint_info *info)
 {
     if (!info)
@@ -543,6 +571,7 @@ void slim__ckpt_fill_info(const slim__ckpt *c, slim_checkpoint_info *info)
         /* names as text safe to print */
         slim__printable(h->model_name, info->model_name, sizeof info->model_name);
         slim__printable(h->optimizer, info->optimizer, sizeof info->optimizer);
+        run_config_model(h->run_config, &info->image_size, info->defines, sizeof info->defines);
         return;
     }
     /* a TensorFlow checkpoint: the zoo model its root scope names, if any */
