@@ -13,11 +13,12 @@ FUZZ_NAMES ?= $(basename $(notdir $(FUZZ_HARNESSES)))
 FUZZ_SAN = -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
 FUZZ_COMPILE = $(FUZZ_CC) $(DEFS) $(DEFAULT_INCLUDES) $(INCLUDES) $(AM_CPPFLAGS) $(CPPFLAGS) \
 	-DSLIM_LIBFUZZER -DFUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION -std=c11 -D_GNU_SOURCE -fno-math-errno -g -O1 $(FUZZ_SAN) \
-	-fsanitize=fuzzer-no-link $(SLIM_ARCH_CFLAGS) $(BLIS_CFLAGS) $(YAML_CFLAGS) $(JPEG_CFLAGS) \
-	$(PNG_CFLAGS) $(PROTOBUF_C_CFLAGS) $(ZLIB_CFLAGS) $(SNAPPY_CFLAGS) -MMD -MP
-FUZZ_LIBS = $(BLIS_LIBS) $(YAML_LIBS) $(JPEG_LIBS) $(PNG_LIBS) $(PROTOBUF_C_LIBS) $(ZLIB_LIBS) \
-	$(SNAPPY_LIBS) \
-	$(PTHREAD_LIBS) $(filter-out none required,$(DL_LIBS)) -lm
+	-fsanitize=fuzzer-no-link $(FUZZ_DEP_CFLAGS) -MMD -MP
+# The libraries' flags as the library is built with them (AM_CFLAGS without
+# slim's own optimization and warning flags; a new dependency, such as MPI's
+# headers, comes along), and the library's link line.
+FUZZ_DEP_CFLAGS = $(filter-out $(SLIM_CFLAGS),$(AM_CFLAGS))
+FUZZ_LIBS = $(filter-out none required,$(libslim_core_la_LIBADD))
 FUZZ_LIB_OBJS = $(patsubst %.c,$(FUZZ_OUT)/obj/%.o,\
 	$(filter %.c,$(libslim_core_la_SOURCES) $(nodist_libslim_core_la_SOURCES)))
 FUZZ_BINS = $(patsubst %,$(FUZZ_OUT)/bin/fuzz_%,$(FUZZ_NAMES))
