@@ -37,4 +37,4 @@ AM_CPPFLAGS += -DSLIM_SOURCE_PIPELINES='"$(abs_top_srcdir)/models/pipelines"' \
 	-DSLIM_INSTALLED_PIPELINES='"$(pkgdatadir)/pipelines"'
 pipelinesdir = $(pkgdatadir)/pipelines
 dist_pipelines_DATA = models/pipelines/inception.yaml models/pipelines/vgg.yaml \
-	models/pipelines/cifarnet.yaml models/pipelines/lenet.yaml
+	models/pipelines/cifarnet.yaml models/pipelines/lenet.yaml models/pipelines/torchvision.yaml

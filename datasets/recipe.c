@@ -464,7 +464,7 @@ slim_status slim__recipe_load(const char *name, const char *dir, slim__recipe **
     }
     return slim__error(err, SLIM_ENOTFOUND,
                        "no preprocessing recipe '%s' (looked for %s.yaml in %s%s%s%s%s); recipes "
-                       "are inception, vgg, cifarnet, lenet or a path to a YAML file",
+                       "are inception, vgg, cifarnet, lenet, torchvision or a path to a YAML file",
                        name, name, dir ? dir : "", dir ? ", " : "",
                        getenv("SLIM_PIPELINES") ? "$SLIM_PIPELINES, " : "",
                        SLIM_SOURCE_PIPELINES ", ", SLIM_INSTALLED_PIPELINES);

@@ -235,7 +235,8 @@ static slim_status shape_vars(dsl *d, env *e, slim_tid t, const dnode *at)
 bool dsl_is_layer_kind(const char *kind)
 {
     return !strcmp(kind, "conv2d") || !strcmp(kind, "separable_conv2d") ||
-           !strcmp(kind, "fully_connected") || !strcmp(kind, "batch_norm");
+           !strcmp(kind, "fully_connected") || !strcmp(kind, "batch_norm") ||
+           !strcmp(kind, "layer_norm") || !strcmp(kind, "variable");
 }
 
 static const char *default_name(dsl *d, const char *kind)
@@ -247,6 +248,8 @@ static const char *default_name(dsl *d, const char *kind)
         return "SeparableConv2d";
     if (!strcmp(kind, "batch_norm"))
         return "BatchNorm";
+    if (!strcmp(kind, "layer_norm"))
+        return "LayerNorm";
     return kind; /* fully_connected, ops, blocks */
 }
 
@@ -260,6 +263,8 @@ static slim_status unknown_kind(dsl *d, const dnode *at, const char *kind)
     cands[n++] = "separable_conv2d";
     cands[n++] = "fully_connected";
     cands[n++] = "batch_norm";
+    cands[n++] = "layer_norm";
+    cands[n++] = "variable";
     for (int i = 0; i < d->n_blocks && n < 512; i++)
         cands[n++] = d->blocks[i].name;
     for (int i = 0; i < slim_registry_count(d->reg) && n < 512; i++)

@@ -8,7 +8,7 @@
  *   build.c   expansion: sequences, scopes, blocks, repeat, stack, if, name lookup
  *   params.c  parameters, op attributes, activations, batch norm: what layers are made of
  *   layers.c  the layers that own parameters (conv2d, separable_conv2d,
- *             fully_connected, batch_norm) and plain registry ops
+ *             fully_connected, batch_norm, layer_norm, variable) and plain registry ops
  *   model.c   files, includes, plugins, vars, functions, blocks; the public API
  *   head.c    logits, predictions, accuracy, and the losses
  *
@@ -317,6 +317,9 @@ typedef struct dsl_param_spec {
 slim_status dsl_make_param(dsl *d, const env *e, dsl_args *opts, const char *scope,
                            const dsl_param_spec *ps, int rank, const int64_t *dim, bool trainable,
                            const dnode *at, slim_tid *out, int64_t *count);
+/* A constant vector of c values (a norm's gamma or beta when it is not
+ * learned): shared, not a model parameter. */
+slim_status dsl_const_vec(dsl *d, double value, int64_t c, const dnode *at, slim_tid *out);
 /* Every key of a not yet used in a is an attribute of op desc (extra: keys that are not). */
 slim_status dsl_op_attrs(dsl *d, const env *e, const slim_op_desc *desc, dsl_args *a,
                          slim_attrs *attrs, const char *const *extra, int n_extra);

@@ -105,6 +105,36 @@ static slim_status conv_attrs(dsl *d, const env *e, dsl_args *a, const dnode *at
     stride[0] = stride[1] = rate[0] = rate[1] = 1;
     TRY(args_pair(d, e, a, "stride", 1, 4096, stride));
     TRY(args_pair(d, e, a, "rate", 1, 4096, rate));
+    dval pv;
+    dsl_arg *pa = args_find(a, "padding");
+    if (pa)
+        TRY(dsl_resolve(&d->ev, e, pa->vals[0], &pv));
+    if (pa && pv.kind == DV_LIST) {
+        /* explicit pads [top, bottom, left, right] (an imported model's) */
+        pa->used = true;
+        const dnode *pat = pa->vals[0];
+        int64_t pads[4];
+        if (pv.n != 4)
+            return dsl_fail(d->err, pat, SLIM_EINVAL,
+                            "found a list of %d for padding, expected SAME, VALID, FIXED or "
+                            "[top, bottom, left, right]",
+                            pv.n);
+        for (int i = 0; i < 4; i++) {
+            if (pv.items[i].kind != DV_INT || pv.items[i].i < 0 || pv.items[i].i > 1 << 20)
+                return dsl_fail(d->err, pv.items[i].at ? pv.items[i].at : pat, SLIM_EINVAL,
+                                "found %s in padding, expected pads in [0, %d]",
+                                dval_str(d->arena, &pv.items[i]), 1 << 20);
+            pads[i] = pv.items[i].i;
+        }
+        const char *wino = "auto";
+        TRY(args_choice(d, e, a, "winograd", "auto|on|off", &wino));
+        slim_attrs_set_str(attrs, "winograd", wino);
+        slim_attrs_set_ints(attrs, "strides", stride, 2);
+        slim_attrs_set_ints(attrs, "dilations", rate, 2);
+        slim_attrs_set_str(attrs, "padding", "EXPLICIT");
+        slim_attrs_set_ints(attrs, "pads", pads, 4);
+        return SLIM_OK;
+    }
     TRY(args_choice(d, e, a, "padding", "SAME|VALID|FIXED", &pad));
     const char *wino = "auto";
     TRY(args_choice(d, e, a, "winograd", "auto|on|off", &wino));
@@ -193,7 +223,7 @@ static slim_status build_conv(dsl *d, dsl_layer_ctx *lc, bool separable, slim_ti
     slim_tensor_desc xd;
     TRY(need_nhwc(d, lc->at, kind, lc->in[0], &xd));
     int64_t c = xd.shape.dim[3];
-    int64_t o = 0, k[2] = {0, 0}, mult = 1, stride[2], rate[2];
+    int64_t o = 0, k[2] = {0, 0}, mult = 1, stride[2], rate[2], groups = 1;
     bool has_o = args_has(a, "num_outputs");
     if (has_o) {
         dval v;
@@ -286,7 +316,17 @@ static slim_status build_conv(dsl *d, dsl_layer_ctx *lc, bool separable, slim_ti
     } else {
         dsl_args wo;
         slim_tid w;
-        int64_t wd[4] = {k[0], k[1], c, o};
+        st = args_int(d, lc->e, a, "groups", 1, 1 << 20, &groups);
+        if (st == SLIM_OK && (c % groups || o % groups))
+            st = dsl_fail(d->err, lc->at, SLIM_EINVAL,
+                          "found groups: %lld for %lld input and %lld output channels, expected a "
+                          "divisor of both",
+                          (long long)groups, (long long)c, (long long)o);
+        if (st != SLIM_OK)
+            goto done;
+        if (groups > 1)
+            slim_attrs_set_int(attrs, "groups", groups);
+        int64_t wd[4] = {k[0], k[1], c / groups, o};
         st = args_sub(d, lc->e, a, "weights", "weights", &wo);
         if (st == SLIM_OK)
             st = dsl_make_param(d, lc->e, wo.at ? &wo : NULL, lc->name, &weights_spec, 4, wd,
@@ -312,7 +352,7 @@ static slim_status build_conv(dsl *d, dsl_layer_ctx *lc, bool separable, slim_ti
         else if (separable)
             macs = sat_mul(hw, sat_mul(c * mult, o));
         else
-            macs = sat_mul(sat_mul(hw, k[0] * k[1]), sat_mul(c, o));
+            macs = sat_mul(sat_mul(hw, k[0] * k[1]), sat_mul(c / groups, o));
         macs = macs > INT64_MAX - dw_macs ? INT64_MAX : macs + dw_macs;
         slim_tid z;
         st = layer_tail(d, lc, use_bn, &bn_opts, trainable, y, &z, &count);
@@ -334,12 +374,23 @@ static slim_status build_conv(dsl *d, dsl_layer_ctx *lc, bool separable, slim_ti
                                                "biases",
                                                "trainable",
                                                "winograd",
+                                               "groups",
                                                "depth_multiplier",
                                                "depthwise_weights",
                                                "pointwise_weights"};
             if (separable && !has_o)
                 args_mark_used(a, "pointwise_weights"); /* set for every layer by defaults: */
-            st = args_check_used(d, a, keys, separable ? 20 : 17);
+            /* conv2d: the first 18 keys (groups its last); separable_conv2d all
+             * but groups, which it refuses */
+            dsl_arg *ga = separable ? args_find(a, "groups") : NULL;
+            if (ga && !ga->from_defaults)
+                st = dsl_fail(d->err, ga->keynode, SLIM_EINVAL,
+                              "found groups for separable_conv2d, expected it on conv2d only "
+                              "(separable_conv2d's depthwise step is grouped by construction)");
+            else if (ga)
+                ga->used = true;
+            if (st == SLIM_OK)
+                st = args_check_used(d, a, keys, separable ? 21 : 18);
         }
         if (st == SLIM_OK)
             st = dsl_record_layer(d, lc->name, kind, lc->in, lc->n_in, z, count, macs, lc->at);
@@ -420,6 +471,107 @@ static slim_status build_bn(dsl *d, dsl_layer_ctx *lc, slim_tid *out)
     return dsl_record_layer(d, lc->name, "batch_norm", lc->in, lc->n_in, z, count, 0, lc->at);
 }
 
+/* layer_norm: over the last axis, with gamma and beta (PyTorch's LayerNorm
+ * over the features; ConvNeXt's). */
+static slim_status build_ln(dsl *d, dsl_layer_ctx *lc, slim_tid *out)
+{
+    dsl_args *a = lc->args;
+    if (lc->n_in != 1)
+        return dsl_fail(d->err, lc->at, SLIM_EINVAL, "found %d inputs for layer_norm, expected one",
+                        lc->n_in);
+    slim_tensor_desc xd = dsl_tensor_info(d, lc->in[0]);
+    if (xd.shape.rank < 1 || xd.dtype != SLIM_F32)
+        return dsl_fail(d->err, lc->at, SLIM_ESHAPE,
+                        "found input %s for layer_norm, expected f32 with rank >= 1",
+                        dsl_shape_text(d, &xd.shape));
+    int64_t c = xd.shape.dim[xd.shape.rank - 1], count = 0;
+    double eps = 1e-5;
+    bool center = true, scale = true, trainable = true;
+    TRY(args_float(d, lc->e, a, "epsilon", 0, 1e30, &eps));
+    TRY(args_bool(d, lc->e, a, "center", &center));
+    TRY(args_bool(d, lc->e, a, "scale", &scale));
+    TRY(args_bool(d, lc->e, a, "trainable", &trainable));
+    static const dsl_param_spec specs[2] = {
+        {.key = "gamma", .suffix = "gamma", .init = {.kind = SLIM_INIT_CONSTANT, .value = 1}},
+        {.key = "beta", .suffix = "beta", .init = {.kind = SLIM_INIT_ZEROS}},
+    };
+    bool want[2] = {scale, center};
+    slim_tid t[2];
+    for (int i = 0; i < 2; i++) {
+        dsl_args po;
+        TRY(args_sub(d, lc->e, a, specs[i].key, specs[i].key, &po));
+        if (!want[i])
+            TRY(dsl_const_vec(d, i == 0 ? 1.0 : 0.0, c, lc->at, &t[i]));
+        else
+            TRY(dsl_make_param(d, lc->e, po.at ? &po : NULL, lc->name, &specs[i], 1, &c, trainable,
+                           lc->at, &t[i], &count));
+    }
+    slim_attrs *attrs = slim_attrs_new();
+    if (!attrs)
+        return dsl_fail(d->err, lc->at, SLIM_ENOMEM, "out of memory");
+    slim_attrs_set_float(attrs, "epsilon", eps);
+    slim_tid in[3] = {lc->in[0], t[0], t[1]}, y, z;
+    slim_status st = dsl_add_node(d, lc->at, "layer_norm", lc->name, in, 3, attrs, &y);
+    slim_attrs_free(attrs);
+    if (st != SLIM_OK)
+        return st;
+    TRY(dsl_activation(d, lc->e, a, NULL, lc->name, y, &z));
+    static const char *const keys[] = {"name",  "inputs",  "repeat",     "stack",
+                                       "if",    "epsilon", "center",     "scale",
+                                       "gamma", "beta",    "activation", "trainable"};
+    TRY(args_check_used(d, a, keys, 12));
+    *out = z;
+    return dsl_record_layer(d, lc->name, "layer_norm", lc->in, lc->n_in, z, count, 0, lc->at);
+}
+
+/* variable: one parameter of a given shape, as a layer's output (an
+ * imported model's constants and scales; its name is the parameter's). */
+static slim_status build_var(dsl *d, dsl_layer_ctx *lc, slim_tid *out)
+{
+    dsl_args *a = lc->args;
+    dval v;
+    const dnode *at;
+    TRY(args_value(d, lc->e, a, "shape", &v, &at));
+    if (!at)
+        return args_missing(d, a, "shape",
+                            "found variable without shape, expected shape: [d0, d1, ...]");
+    if (v.kind != DV_LIST || v.n < 1 || v.n > SLIM_MAX_DIMS)
+        return dsl_fail(d->err, at, SLIM_EINVAL,
+                        "found %s for shape of variable, expected a list of 1 to %d dims",
+                        dval_str(d->arena, &v), SLIM_MAX_DIMS);
+    int64_t dim[SLIM_MAX_DIMS];
+    for (int i = 0; i < v.n; i++) {
+        if (v.items[i].kind != DV_INT || v.items[i].i < 1 || v.items[i].i > 1 << 30)
+            return dsl_fail(d->err, v.items[i].at ? v.items[i].at : at, SLIM_EINVAL,
+                            "found %s in shape of variable, expected dims in [1, 2^30]",
+                            dval_str(d->arena, &v.items[i]));
+        dim[i] = v.items[i].i;
+    }
+    bool trainable = true;
+    TRY(args_bool(d, lc->e, a, "trainable", &trainable));
+    /* the parameter's options are the layer's own keys (init, lr_mult, decay_mult) */
+    dsl_args opts = *a;
+    opts.kind = "variable";
+    args_mark_used(&opts, "shape");
+    const char *slash = strrchr(lc->name, '/');
+    const char *scope = slash ? dsl_strndup(d->arena, lc->name, (size_t)(slash - lc->name)) : "";
+    dsl_param_spec ps = {.key = "variable",
+                     .suffix = slash ? slash + 1 : lc->name,
+                     .init = {.kind = SLIM_INIT_ZEROS}};
+    if (!scope)
+        return dsl_fail(d->err, lc->at, SLIM_ENOMEM, "out of memory");
+    int64_t count = 0;
+    static const char *const own[] = {"name", "inputs", "repeat",   "stack",
+                                      "if",   "shape",  "trainable"};
+    for (size_t i = 0; i < sizeof own / sizeof *own; i++)
+        args_mark_used(&opts, own[i]);
+    TRY(dsl_make_param(d, lc->e, &opts, scope, &ps, v.n, dim, trainable, lc->at, out, &count));
+    static const char *const keys[] = {"name",  "inputs", "repeat",    "stack",   "if",
+                                       "shape", "init",   "trainable", "lr_mult", "decay_mult"};
+    TRY(args_check_used(d, a, keys, 10));
+    return dsl_record_layer(d, lc->name, "variable", lc->in, 0, *out, count, 0, lc->at);
+}
+
 static slim_status build_op(dsl *d, const char *op, dsl_layer_ctx *lc, slim_tid *out)
 {
     const slim_op_desc *desc = slim_registry_find(d->reg, op);
@@ -461,5 +613,9 @@ slim_status dsl_layer_build(dsl *d, const char *kind, dsl_layer_ctx *lc, slim_ti
         return build_fc(d, lc, out);
     if (!strcmp(kind, "batch_norm"))
         return build_bn(d, lc, out);
+    if (!strcmp(kind, "layer_norm"))
+        return build_ln(d, lc, out);
+    if (!strcmp(kind, "variable"))
+        return build_var(d, lc, out);
     return build_op(d, kind, lc, out);
 }

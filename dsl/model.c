@@ -13,7 +13,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
+
+#include "interop/onnx.h"
 
 #define MAX_FILE_BYTES (16u << 20)
 #define MAX_INCLUDE_DEPTH 16
@@ -52,10 +55,11 @@ static const char *rel_path(dsl_arena *a, const char *dir, const char *p)
 
 /* ---- top-level keys --------------------------------------------------------------- */
 
-static const char *const main_keys[] = {
-    "name",      "description", "num_classes", "image_size", "channels", "weight_decay", "vars",
-    "functions", "include",     "plugins",     "defaults",   "blocks",   "layers",       "head"};
-#define N_MAIN_KEYS 14
+static const char *const main_keys[] = {"name",     "description",  "num_classes", "image_size",
+                                        "channels", "weight_decay", "vars",        "functions",
+                                        "include",  "plugins",      "defaults",    "blocks",
+                                        "layers",   "head",         "input_layout"};
+#define N_MAIN_KEYS 15
 static const char *const include_keys[] = {"description", "vars",     "functions", "include",
                                            "plugins",     "defaults", "blocks"};
 #define N_INCLUDE_KEYS 7
@@ -562,6 +566,17 @@ static slim_status load(slim_registry *reg, const char *path, const char *text, 
                         "found %s '%s' for name, expected a scope name without '/' (vgg_16)",
                         dval_kind_str(&nv), dval_str(d->arena, &nv));
     int64_t classes = 0, image = 0, channels = 3;
+    bool nchw = false;
+    const dnode *ln = dnode_get(root, "input_layout");
+    if (ln) {
+        dval lv;
+        TRY(dsl_resolve(&d->ev, d->globals, ln, &lv));
+        if (lv.kind != DV_STR || (strcasecmp(lv.s, "NHWC") && strcasecmp(lv.s, "NCHW")))
+            return dsl_fail(err, ln, SLIM_EINVAL,
+                            "found %s '%s' for input_layout, expected NHWC or NCHW",
+                            dval_kind_str(&lv), dval_str(d->arena, &lv));
+        nchw = !strcasecmp(lv.s, "NCHW");
+    }
     TRY(top_int(d, root, "num_classes", 1, 1 << 24, &classes));
     TRY(top_int(d, root, "image_size", 1, 1 << 16, &image));
     TRY(top_int(d, root, "channels", 1, 4096, &channels));
@@ -629,6 +644,7 @@ static slim_status load(slim_registry *reg, const char *path, const char *text, 
     info->path = fname;
     info->image_size = (int)image;
     info->channels = (int)channels;
+    info->input_nchw = nchw;
     info->num_classes = (int)classes;
     info->batch_size = o->batch_size;
     info->n_params = d->n_params_total;
@@ -665,9 +681,20 @@ static slim_status load_common(slim_registry *reg, const char *path, const char 
     return SLIM_OK;
 }
 
+static bool is_onnx(const char *path)
+{
+    size_t l = path ? strlen(path) : 0;
+    return l > 5 && !strcasecmp(path + l - 5, ".onnx");
+}
+
 slim_status slim_model_load(slim_registry *reg, const char *path, const slim_model_opts *o,
                             slim_model **out, slim_error *err)
 {
+    if (is_onnx(path) && reg && o && out) {
+        if (err)
+            memset(err, 0, sizeof *err);
+        return slim__onnx_model_load(reg, path, NULL, o, out, NULL, err);
+    }
     return load_common(reg, path, NULL, 0, o, out, err);
 }
 
@@ -746,7 +773,7 @@ slim_status slim_model_find(const char *name, char *path, size_t n, slim_error *
     if (!name || !name[0] || !path || n == 0)
         return dsl_fail(err, NULL, SLIM_EINVAL, "slim_model_find needs a name and a buffer");
     size_t nl = strlen(name);
-    if (strchr(name, '/') || (nl > 5 && !strcmp(name + nl - 5, ".yaml"))) {
+    if (strchr(name, '/') || (nl > 5 && !strcmp(name + nl - 5, ".yaml")) || is_onnx(name)) {
         if (access(name, R_OK) != 0)
             return dsl_fail(err, NULL, SLIM_ENOTFOUND, "cannot open model file '%s': %s", name,
                             strerror(errno));

@@ -177,6 +177,12 @@ slim_status dsl_make_param(dsl *d, const env *e, dsl_args *opts, const char *sco
                         "found parameter '%s' taking the model past %lld values, expected a "
                         "smaller model",
                         name, (long long)slim__dsl_limits.max_total_elems);
+    if (d->opts && d->opts->param_value) {
+        /* the caller's values (an imported model's weights) */
+        const float *v = d->opts->param_value(d->opts->param_value_user, name, &s);
+        if (v)
+            init = (slim_init){.kind = SLIM_INIT_DATA, .data = v};
+    }
     slim_param_opts po = {.flags = tr ? SLIM_PARAM_TRAINABLE : 0u, .lr_mult = (float)lr_mult};
     slim_error pe = {0};
     slim_status st = slim_graph_param(d->g, name, &s, &init, &po, out, &pe);
@@ -203,7 +209,7 @@ slim_status dsl_make_param(dsl *d, const env *e, dsl_args *opts, const char *sco
 
 /* A constant vector (gamma of a batch norm without scale): shared, not a
  * model parameter. */
-static slim_status const_vec(dsl *d, double value, int64_t c, const dnode *at, slim_tid *out)
+slim_status dsl_const_vec(dsl *d, double value, int64_t c, const dnode *at, slim_tid *out)
 {
     int64_t key = value == 0 ? -c : c;
     for (int i = 0; i < d->n_ones; i++)
@@ -502,7 +508,7 @@ slim_status dsl_batch_norm(dsl *d, const env *e, dsl_args *o, const char *scope,
         dsl_args po;
         TRY(args_sub(d, e, o, specs[i].key, specs[i].key, &po));
         if (!want[i]) {
-            TRY(const_vec(d, i == 0 ? 0.0 : 1.0, c, at, &t[i]));
+            TRY(dsl_const_vec(d, i == 0 ? 0.0 : 1.0, c, at, &t[i]));
             continue;
         }
         TRY(dsl_make_param(d, e, po.at ? &po : NULL, scope, &specs[i], 1, &c, trainable, at, &t[i],

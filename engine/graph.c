@@ -38,6 +38,8 @@ void slim_graph_free(slim_graph *g)
     for (int i = 0; i < g->n_params; i++) {
         free(g->params[i].name);
         free(g->params[i].data);
+        if (g->params[i].init.kind == SLIM_INIT_DATA)
+            free((void *)g->params[i].init.data);
     }
     free(g->params);
     slim__names_fini(&g->tensor_names);
@@ -158,6 +160,20 @@ slim_status slim_graph_param(slim_graph *g, const char *name, const slim_shape *
     memset(p->data, 0, (size_t)n * sizeof(float));
     if (init)
         p->init = *init;
+    if (init && init->kind == SLIM_INIT_DATA) {
+        /* the graph keeps its own copy, for every (re)initialization */
+        float *copy = init->data ? malloc((size_t)n * sizeof(float) + 1) : NULL;
+        if (!copy) {
+            free(p->data);
+            free(p->name);
+            return slim__error(err, init->data ? SLIM_ENOMEM : SLIM_EINVAL,
+                               init->data ? "out of memory for parameter '%s'"
+                                          : "parameter '%s': SLIM_INIT_DATA without data",
+                               name);
+        }
+        memcpy(copy, init->data, (size_t)n * sizeof(float));
+        p->init.data = copy;
+    }
     p->flags = opts ? opts->flags : SLIM_PARAM_TRAINABLE;
     p->lr_mult = opts && opts->lr_mult > 0 ? opts->lr_mult : 1.0f;
     slim_tensor_desc d = {SLIM_F32, *shape};
@@ -165,6 +181,8 @@ slim_status slim_graph_param(slim_graph *g, const char *name, const slim_shape *
     if (st != SLIM_OK) {
         free(p->data);
         free(p->name);
+        if (p->init.kind == SLIM_INIT_DATA)
+            free((void *)p->init.data);
         return st;
     }
     slim__names_put(&g->param_names, p->name, g->n_params); /* room reserved above */

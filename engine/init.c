@@ -11,6 +11,7 @@
 #include "engine/graph.h"
 
 #include <math.h>
+#include <string.h>
 
 void slim__fans(const slim_shape *s, double *fan_in, double *fan_out)
 {
@@ -60,6 +61,7 @@ void slim__init_fill(const slim_init *init, const slim_shape *s, float *data, ui
     double fan_in, fan_out;
     slim__fans(s, &fan_in, &fan_out);
     switch (init->kind) {
+    case SLIM_INIT_DATA: memcpy(data, init->data, (size_t)n * sizeof(float)); break;
     case SLIM_INIT_ZEROS:
         for (int64_t i = 0; i < n; i++)
             data[i] = 0;

@@ -30,6 +30,9 @@ struct slim_registry {
     int n_handles, cap_handles;
     void **handles;
     char **handle_paths; /* realpath of each loaded plugin */
+    /* ONNX op types plugins implement: onnx_types[i] is op onnx_ops[i] */
+    int n_onnx, cap_onnx;
+    char **onnx_types, **onnx_ops;
 };
 
 bool slim__force_ref(void)
@@ -126,6 +129,54 @@ static slim_status host_register(slim_registry *reg, const slim_op_desc *d, slim
     return add_from(reg, d, loading_origin ? loading_origin : "a plugin", err);
 }
 
+const char *slim_registry_onnx_op(const slim_registry *reg, const char *onnx_type)
+{
+    for (int i = 0; reg && onnx_type && i < reg->n_onnx; i++)
+        if (strcmp(reg->onnx_types[i], onnx_type) == 0)
+            return reg->onnx_ops[i];
+    return NULL;
+}
+
+static slim_status host_declare_onnx(slim_registry *reg, const char *onnx_type, const char *op,
+                                     slim_error *err)
+{
+    const char *origin = loading_origin ? loading_origin : "a plugin";
+    if (!reg || !onnx_type || !onnx_type[0] || !op)
+        return slim__error(err, SLIM_EINVAL, "%s: declare_onnx_op needs an ONNX op type and an op",
+                           origin);
+    if (!slim_registry_find(reg, op))
+        return slim__error(err, SLIM_ENOTFOUND,
+                           "%s declares ONNX op %s for op '%s', which is not registered (register "
+                           "the op first)",
+                           origin, onnx_type, op);
+    const char *old = slim_registry_onnx_op(reg, onnx_type);
+    if (old)
+        return slim__error(err, SLIM_EEXIST,
+                           "%s declares ONNX op %s, already implemented by op '%s'", origin,
+                           onnx_type, old);
+    if (reg->n_onnx == reg->cap_onnx) {
+        int cap = reg->cap_onnx ? 2 * reg->cap_onnx : 8;
+        char **t = realloc(reg->onnx_types, (size_t)cap * sizeof *t);
+        if (t)
+            reg->onnx_types = t;
+        char **o = realloc(reg->onnx_ops, (size_t)cap * sizeof *o);
+        if (o)
+            reg->onnx_ops = o;
+        if (!t || !o)
+            return slim__error(err, SLIM_ENOMEM, "out of memory");
+        reg->cap_onnx = cap;
+    }
+    char *t = strdup(onnx_type), *o = strdup(op);
+    if (!t || !o) {
+        free(t);
+        free(o);
+        return slim__error(err, SLIM_ENOMEM, "out of memory");
+    }
+    reg->onnx_types[reg->n_onnx] = t;
+    reg->onnx_ops[reg->n_onnx++] = o;
+    return SLIM_OK;
+}
+
 slim_status slim_registry_new(slim_registry **out, slim_error *err)
 {
     *out = NULL;
@@ -151,6 +202,12 @@ void slim_registry_free(slim_registry *reg)
         free(reg->origin[i]);
     free(reg->origin);
     free(reg->ops);
+    for (int i = 0; i < reg->n_onnx; i++) {
+        free(reg->onnx_types[i]);
+        free(reg->onnx_ops[i]);
+    }
+    free(reg->onnx_types);
+    free(reg->onnx_ops);
     for (int i = 0; i < reg->n_handles; i++) {
         dlclose(reg->handles[i]);
         free(reg->handle_paths[i]);
@@ -222,7 +279,7 @@ slim_status slim_registry_load_plugin(slim_registry *reg, const char *path, slim
         dlclose(h);
         return st;
     }
-    int before = reg->n;
+    int before = reg->n, before_onnx = reg->n_onnx;
     loading_origin = path;
     slim_error init_err = {0};
     st = init_fn(reg, slim_host_table(), &init_err);
@@ -232,6 +289,11 @@ slim_status slim_registry_load_plugin(slim_registry *reg, const char *path, slim
         for (int i = before; i < reg->n; i++)
             free(reg->origin[i]);
         reg->n = before;
+        for (int i = before_onnx; i < reg->n_onnx; i++) {
+            free(reg->onnx_types[i]);
+            free(reg->onnx_ops[i]);
+        }
+        reg->n_onnx = before_onnx;
         dlclose(h);
         return slim__error(err, st, "plugin %s: init failed: %s", path,
                            init_err.msg[0] ? init_err.msg : slim_status_str(st));
@@ -279,6 +341,7 @@ static const slim_host host_table = {
     .register_op = host_register,
     .sgemm = slim__sgemm,
     .log = host_log,
+    .declare_onnx_op = host_declare_onnx,
 };
 
 const slim_host *slim_host_table(void)

@@ -9,6 +9,9 @@ libslim_core_la_SOURCES += \
 	ops/softmax.c \
 	ops/elementwise.c \
 	ops/shape.c \
+	ops/transpose.c \
+	ops/reduce.c \
+	ops/layer_norm.c \
 	ops/dropout.c \
 	ops/lrn.c \
 	ops/loss.c \

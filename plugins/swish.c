@@ -8,6 +8,10 @@
  * A plugin includes only <slim/op.h> and needs no link against libslim: the
  * engine hands it the registry and the host table.
  *
+ * It also declares the ONNX op type "Swish" (not a standard ONNX op: a
+ * custom one, as exporters write for ops ONNX lacks), so that `slimrun import`
+ * and --model=X.onnx map such nodes to it, ONNX attribute beta included.
+ *
  * The same file builds the broken variants the tests use to check the
  * loader's messages (SWISH_BROKEN_ABI, SWISH_NO_INIT, SWISH_DUPLICATE).
  */
@@ -117,6 +121,11 @@ SLIM_EXPORT const slim_plugin_info *slim_plugin_get_info(void)
 #ifndef SWISH_NO_INIT
 SLIM_EXPORT slim_status slim_plugin_init(slim_registry *reg, const slim_host *host, slim_error *err)
 {
-    return host->register_op(reg, &swish_op, err);
+    slim_status st = host->register_op(reg, &swish_op, err);
+    /* declare_onnx_op is in host tables since ABI 1.5: check the table has it */
+    if (st == SLIM_OK &&
+        host->size >= offsetof(slim_host, declare_onnx_op) + sizeof host->declare_onnx_op)
+        st = host->declare_onnx_op(reg, "Swish", swish_op.name, err);
+    return st;
 }
 #endif

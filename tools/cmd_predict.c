@@ -1,6 +1,7 @@
 /* tools/cmd_predict.c - slimrun predict: the top-k labels of image files
  * from a model and a checkpoint. */
 #include "tools/cli.h"
+#include "tools/cmd_import.h"
 
 #include "engine/file.h"
 
@@ -22,6 +23,7 @@ typedef struct predict_cli {
     int n_plugins;
     const char *const *defines;
     int n_defines;
+    const char *model, *model_name, *checkpoint_path, *input_npy, *output_npy;
 } predict_cli;
 
 #define P(f) offsetof(predict_cli, f)
@@ -41,6 +43,14 @@ static const flag_def predict_flags[] = {
     {"plugin", FLAG_LIST, P(plugins), P(n_plugins), "load an op plugin (repeatable)"},
     {"set", FLAG_LIST, P(defines), P(n_defines),
      "override a var: of the model file, NAME=VALUE; repeatable (default: the checkpoint's)"},
+    {"input_npy", FLAG_STR, P(input_npy), 0,
+     "predict on a NumPy float32 batch instead of image files (N,H,W,C, or N,C,H,W for a model "
+     "with input_layout: NCHW)"},
+    {"output_npy", FLAG_STR, P(output_npy), 0, "with --input_npy: write the logits here"},
+    {"model", FLAG_STR, P(model), 0, "with --input_npy: a model file, or an .onnx file"},
+    {"model_name", FLAG_STR, P(model_name), 0, "with --input_npy: a zoo model"},
+    {"checkpoint_path", FLAG_STR, P(checkpoint_path), 0,
+     "with --input_npy: a checkpoint file or a train_dir"},
 };
 #define N_PREDICT_FLAGS ((int)(sizeof predict_flags / sizeof predict_flags[0]))
 
@@ -69,14 +79,40 @@ static int predict_main(int argc, char **argv)
         fprintf(stderr, "slimrun predict: %s\n", err);
         return 2;
     }
+    if (!fr.help && (pc.input_npy || pc.output_npy)) {
+        if (!pc.input_npy || !pc.output_npy || fr.n_pos) {
+            fprintf(stderr, "slimrun predict: --input_npy and --output_npy go together, with "
+                            "--model and --checkpoint_path instead of positional arguments\n");
+            return 2;
+        }
+        predict_npy_args a = {.model = pc.model ? pc.model : pc.model_name,
+                              .checkpoint = pc.checkpoint_path,
+                              .input = pc.input_npy,
+                              .output = pc.output_npy,
+                              .num_classes = pc.num_classes,
+                              .num_threads = pc.num_threads,
+                              .use_ema = pc.use_ema && !strcmp(pc.use_ema, "false")  ? 0
+                                         : pc.use_ema && !strcmp(pc.use_ema, "true") ? 1
+                                                                                     : -1,
+                              .plugins = pc.plugins,
+                              .n_plugins = pc.n_plugins,
+                              .defines = pc.defines,
+                              .n_defines = pc.n_defines,
+                              .assignment_map = pc.assignment_map};
+        return slim__predict_npy(&a);
+    }
     /* MODEL may be left out when the checkpoint names it (as eval finds it) */
     bool no_model = fr.n_pos >= 2 && is_checkpoint(fr.pos[0]);
     if (fr.help || fr.n_pos < (no_model ? 2 : 3)) {
         flags_usage(fr.help ? stdout : stderr,
-                    "usage: slimrun predict [MODEL] CHECKPOINT IMAGE... [FLAGS]\n\n"
+                    "usage: slimrun predict [MODEL] CHECKPOINT IMAGE... [FLAGS]\n"
+                    "       slimrun predict --model=MODEL [--checkpoint_path=CKPT] "
+                    "--input_npy=X.npy --output_npy=Y.npy\n\n"
                     "Top-k classes of each image (JPEG or PNG) with their probabilities. MODEL is\n"
                     "a zoo name or a model file (default: the one the checkpoint names);\n"
-                    "CHECKPOINT a checkpoint file or a train_dir.",
+                    "CHECKPOINT a checkpoint file or a train_dir.\n"
+                    "With --input_npy: the logits of a float32 batch as a NumPy file (an .onnx\n"
+                    "model needs no checkpoint).",
                     predict_flags, N_PREDICT_FLAGS);
         return fr.help ? 0 : 2;
     }

@@ -21,6 +21,7 @@ EXTRA_DIST += tests/tools/newcomer.sh
 tests/tools/newcomer.log: tools/slimrun$(EXEEXT)
 
 include tools/inspect.mk
+include tools/interop.mk
 include tools/data.mk
 include tools/train.mk
 include tools/bench.mk

@@ -54,10 +54,17 @@ typedef struct slim_model_opts {
      * head: aux_weight (TF-Slim's inception uses 0.4), when set_aux_weight. */
     bool set_aux_weight;
     float aux_weight;
+    /* Initial values of parameters (an imported model's weights): asked for
+     * each parameter the file creates, by full name and shape; values of that
+     * shape (copied) make its initializer, NULL keeps the file's. */
+    const float *(*param_value)(void *user, const char *name, const slim_shape *shape);
+    void *param_value_user;
 } slim_model_opts;
 
 /* Parse, expand and build a model file into a new graph over reg (plugins
- * named by the file or the options are loaded into reg). */
+ * named by the file or the options are loaded into reg). A path ending in
+ * .onnx is imported on the fly (an image classifier in ONNX: see README,
+ * "ONNX"), its parameters starting at the file's values. */
 SLIM_EXPORT slim_status slim_model_load(slim_registry *reg, const char *path,
                                         const slim_model_opts *o, slim_model **out,
                                         slim_error *err);
@@ -72,7 +79,7 @@ SLIM_EXPORT slim_status slim_model_load_string(slim_registry *reg, const char *n
 /* Find a zoo model by name (--model_name): NAME.yaml in the directories of
  * $SLIM_MODEL_PATH (colon separated), then the installed pkgdatadir/models,
  * then the source tree's models/. A name containing '/' or ending in .yaml
- * is taken as a path. Fills path (size n). */
+ * or .onnx is taken as a path. Fills path (size n). */
 SLIM_EXPORT slim_status slim_model_find(const char *name, char *path, size_t n, slim_error *err);
 
 /* The graph (owned by the model). */
@@ -83,6 +90,8 @@ typedef struct slim_model_info {
     const char *path; /* the file it was loaded from */
     int image_size;   /* H = W of "images" */
     int channels;     /* C of "images" */
+    bool input_nchw;  /* input_layout: NCHW (an imported model): tensors fed from the
+                       * command line are (N,C,H,W); "images" is (N,H,W,C) regardless */
     int num_classes;
     int batch_size;
     int64_t n_params;    /* every parameter element, moving statistics included */

@@ -26,10 +26,11 @@ extern "C" {
 /* The ABI version: major changes break plugins, minor ones only append. */
 #define SLIM_ABI_MAJOR 1
 #define SLIM_ABI_MINOR                                                                             \
-    4 /* 1.1: slim_op_desc.slots, n_slots (update ops' slots);                                     \
+    5 /* 1.1: slim_op_desc.slots, n_slots (update ops' slots);                                     \
          1.2: slim_infer_ctx.set_backward_reads;                                                   \
          1.3: slim_infer_ctx.set_in_place, set_backward_in_place;                                  \
-         1.4: slim_kernel_ctx.replica, replicas, allreduce (data-parallel training) */
+         1.4: slim_kernel_ctx.replica, replicas, allreduce (data-parallel training);               \
+         1.5: slim_host.declare_onnx_op */
 
 #if defined(__GNUC__)
 #define SLIM_EXPORT __attribute__((visibility("default")))
@@ -337,6 +338,14 @@ struct slim_host {
                   const float *a, int64_t lda, const float *b, int64_t ldb, float beta, float *c,
                   int64_t ldc);
     void (*log)(int level, const char *fmt, ...) SLIM_PRINTF(2, 3);
+    /* Since ABI 1.5 (check size >= offsetof(slim_host, declare_onnx_op) +
+     * sizeof(void *)): op, registered already, implements the ONNX op type
+     * onnx_type ("Swish", or "domain:Type" outside the default domain); the
+     * ONNX importer then maps such nodes to it: the node's inputs in their
+     * layout (an elementwise op works in any), ONNX attributes of the same
+     * names as the op's. */
+    slim_status (*declare_onnx_op)(slim_registry *reg, const char *onnx_type, const char *op,
+                                   slim_error *err);
 };
 
 /* ---- plugins ----------------------------------------------------------- */

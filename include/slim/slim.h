@@ -46,6 +46,8 @@ SLIM_EXPORT slim_status slim_registry_load_plugin(slim_registry *reg, const char
                                                   slim_error *err);
 SLIM_EXPORT const slim_op_desc *slim_registry_find(const slim_registry *reg, const char *name);
 SLIM_EXPORT int slim_registry_count(const slim_registry *reg);
+/* The op a plugin declared for an ONNX op type (slim_host.declare_onnx_op), or NULL. */
+SLIM_EXPORT const char *slim_registry_onnx_op(const slim_registry *reg, const char *onnx_type);
 SLIM_EXPORT const slim_op_desc *slim_registry_at(const slim_registry *reg, int i);
 /* The host table the engine hands to plugins (and to built-in kernels). */
 SLIM_EXPORT const slim_host *slim_host_table(void);
@@ -85,6 +87,7 @@ typedef enum slim_init_kind {
     SLIM_INIT_XAVIER_UNIFORM,   /* glorot: limit sqrt(6/(fan_in+fan_out)) */
     SLIM_INIT_XAVIER_NORMAL,    /* glorot: stddev sqrt(2/(fan_in+fan_out)) */
     SLIM_INIT_VARIANCE_SCALING, /* factor, mode, uniform: TF's variance_scaling (he: 2, fan_in) */
+    SLIM_INIT_DATA,             /* data: given values (an imported model's weights) */
 } slim_init_kind;
 
 typedef enum slim_fan_mode { SLIM_FAN_IN = 0, SLIM_FAN_OUT, SLIM_FAN_AVG } slim_fan_mode;
@@ -97,6 +100,8 @@ typedef struct slim_init {
     double factor;       /* VARIANCE_SCALING */
     slim_fan_mode mode;  /* VARIANCE_SCALING */
     bool uniform;        /* VARIANCE_SCALING */
+    /* DATA: the parameter's values, numel floats; slim_graph_param copies them */
+    const float *data;
 } slim_init;
 
 enum {

@@ -3,9 +3,13 @@
  *
  * Runs the operator test cases ONNX ships (Debian's libonnx-testdata:
  * <data>/{node,pytorch-converted,pytorch-operator}/<case>/model.onnx with
- * test_data_set_0/{input,output}_N.pb) through slim's public graph API, and
- * compares with ONNX's expected outputs at ONNX's backend-test tolerance
+ * test_data_set_0/{input,output}_N.pb) through the library's ONNX importer
+ * (interop/onnx.h, the one `slimrun import` uses), and compares with ONNX's
+ * expected outputs at ONNX's backend-test tolerance
  * |got - expected| <= atol + rtol * |expected|, rtol 1e-3, atol 1e-7.
+ * Graph outputs come back in ONNX's order through slim's own transposes, so
+ * the layouts the importer chose are checked too. A case the importer
+ * refuses as unsupported (SLIM_EUNSUPPORTED) is "not applicable".
  *
  * Cases are grouped by the ONNX op they test: the model's only op, or for a
  * function-expanded case (_expanded) the op of the case it expands, or else
@@ -28,7 +32,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "onnx_build.h"
+#include "interop/onnx_build.h"
 
 #define DEFAULT_DATA "/usr/share/libonnx-testdata/data"
 #define MAX_TENSORS 16
@@ -46,16 +50,25 @@ static const char *const covered[] = {
     "Elu",
     "Sigmoid",
     "Tanh",
+    "HardSigmoid",
+    "HardSwish",
+    "Clip",
     "Softmax",
     "LogSoftmax",
     "BatchNormalization",
+    "LayerNormalization",
     "LRN",
     "Concat",
     "Add",
     "Mul",
+    "Sub",
+    "Div",
     "Pad",
     "Flatten",
     "Reshape",
+    "Transpose",
+    "Slice",
+    "ReduceMean",
     "Dropout",
     "SoftmaxCrossEntropyLoss",
     "NegativeLogLikelihoodLoss",
@@ -68,6 +81,7 @@ static const char *const priority[] = {
     "NegativeLogLikelihoodLoss",
     "Conv",
     "BatchNormalization",
+    "LayerNormalization",
     "LRN",
     "MaxPool",
     "AveragePool",
@@ -80,9 +94,17 @@ static const char *const priority[] = {
     "Pad",
     "Flatten",
     "Reshape",
+    "Transpose",
+    "Slice",
+    "ReduceMean",
     "Dropout",
+    "HardSwish",
+    "HardSigmoid",
+    "Clip",
     "Add",
     "Mul",
+    "Sub",
+    "Div",
     "Elu",
     "LeakyRelu",
     "Relu",
@@ -131,12 +153,12 @@ static int attribute(const char *sub_path, const char *name, const Onnx__ModelPr
     const char *suffix = "_expanded";
     size_t len = strlen(name), sl = strlen(suffix);
     if (len > sl && strcmp(name + len - sl, suffix) == 0) {
-        char path[4096], msg[256];
+        char path[4096];
         snprintf(path, sizeof(path), "%s/%.*s/model.onnx", sub_path, (int)(len - sl), name);
-        Onnx__ModelProto *base = ox_model_load(path, msg, sizeof(msg));
-        if (base) {
+        Onnx__ModelProto *base;
+        if (slim__ox_model_load(path, &base, NULL) == SLIM_OK) {
             int op = attribute_model(base);
-            onnx__model_proto__free_unpacked(base, NULL);
+            slim__ox_model_free(base);
             return op;
         }
     }
@@ -149,8 +171,11 @@ static bool file_exists(const char *path)
     return stat(path, &st) == 0;
 }
 
+/* What running a case came to. */
+typedef enum ob_result { OB_OK = 0, OB_NA, OB_FAIL } ob_result;
+
 /* input_0.pb, input_1.pb, ... until one is missing. */
-static int load_tensors(const char *case_dir, const char *kind, ox_tensor *t, char *msg,
+static int load_tensors(const char *case_dir, const char *kind, slim__ox_tensor *t, char *msg,
                         size_t msg_size)
 {
     int n = 0;
@@ -159,9 +184,11 @@ static int load_tensors(const char *case_dir, const char *kind, ox_tensor *t, ch
         snprintf(path, sizeof(path), "%s/test_data_set_0/%s_%d.pb", case_dir, kind, n);
         if (!file_exists(path))
             break;
-        if (!ox_tensor_load(path, &t[n], msg, msg_size)) {
+        slim_error err = {0};
+        if (slim__ox_tensor_load(path, &t[n], &err) != SLIM_OK) {
+            snprintf(msg, msg_size, "%s", err.msg);
             for (int i = 0; i < n; i++)
-                ox_tensor_fini(&t[i]);
+                slim__ox_tensor_fini(&t[i]);
             return -1;
         }
     }
@@ -179,10 +206,10 @@ static ob_result run_fail(char *msg, size_t msg_size, const char *fmt, ...)
 }
 
 /* Copy the host feeds into the program's inputs and the graph's parameters. */
-static ob_result write_feeds(ob_builder *b, slim_program *p, char *msg, size_t msg_size)
+static ob_result write_feeds(ox_builder *b, slim_program *p, char *msg, size_t msg_size)
 {
     for (int i = 0; i < b->n_feeds; i++) {
-        const ob_feed *f = &b->feeds[i];
+        const ox_feed *f = &b->feeds[i];
         slim_tensor view;
         slim_error err = {0};
         slim_status st = f->is_param ? slim_graph_param_get(b->g, f->name, &view, &err)
@@ -217,53 +244,40 @@ static bool close_enough(float got, float want, const options *o)
     return fabs((double)got - (double)want) <= o->atol + o->rtol * fabs((double)want);
 }
 
-/* Compare one graph output with its expected tensor (ONNX layout). */
-static ob_result compare(ob_builder *b, slim_program *p, const char *name, const ox_tensor *e,
+/* Compare graph output k with its expected tensor (ONNX order). */
+static ob_result compare(ox_builder *b, slim_program *p, size_t k, const slim__ox_tensor *e,
                          const options *o, char *msg, size_t msg_size)
 {
-    ob_value *v = ob_find(b, name);
+    const char *name = b->model->graph->output[k]->name;
+    ox_value *v = ox_find(b, name);
     slim_tensor view;
     slim_error err = {0};
     slim_status st;
-    if (v->kind == OB_STATE)
+    if (v->kind == OX_STATE)
         st = slim_graph_param_get(b->g, v->param, &view, &err);
     else
-        st = slim_program_output(p, slim_graph_tensor_name(b->g, v->tid), &view, &err);
+        st = slim_program_output(p, slim_graph_tensor_name(b->g, b->out_tids[k]), &view, &err);
     if (st != SLIM_OK)
         return run_fail(msg, msg_size, "output '%s': %s", name, err.msg);
     if (!e->f)
         return run_fail(msg, msg_size, "output '%s': expected %s data", name,
-                        ox_elem_name(e->elem));
+                        slim__ox_elem_name(e->elem));
     if (view.dtype != SLIM_F32)
         return run_fail(msg, msg_size, "output '%s': slim gave dtype %d", name, view.dtype);
     int64_t n = slim_shape_numel(&view.shape);
-    bool cl = ob_layout_of(v) == OB_CL;
     bool shape_ok = n == e->numel;
-    if (shape_ok && !cl && e->numel != 1) {
+    if (shape_ok && e->numel != 1) {
         shape_ok = view.shape.rank == e->rank;
         for (int i = 0; shape_ok && i < e->rank; i++)
             shape_ok = view.shape.dim[i] == e->dim[i];
     }
     if (!shape_ok) {
-        char got[128] = "", want[128] = "";
-        for (int i = 0; i < view.shape.rank; i++)
-            snprintf(got + strlen(got), sizeof(got) - strlen(got), "%s%lld", i ? "," : "",
-                     (long long)view.shape.dim[i]);
-        for (int i = 0; i < e->rank; i++)
-            snprintf(want + strlen(want), sizeof(want) - strlen(want), "%s%lld", i ? "," : "",
-                     (long long)e->dim[i]);
-        return run_fail(msg, msg_size, "output '%s': slim shape (%s)%s, expected ONNX (%s)", name,
-                        got, cl ? " channels-last" : "", want);
+        char got[128], want[128];
+        return run_fail(msg, msg_size, "output '%s': slim shape %s, expected ONNX %s", name,
+                        slim_shape_str(&view.shape, got, sizeof got),
+                        slim__ox_dims_str(e->rank, e->dim, want, sizeof want));
     }
     const float *got = view.data;
-    float *conv = NULL;
-    if (cl) {
-        conv = malloc((size_t)n * sizeof(float));
-        if (!conv)
-            return run_fail(msg, msg_size, "out of memory");
-        ob_nhwc_to_nchw(got, conv, e->dim[0], e->dim[1], n / (e->dim[0] * e->dim[1]));
-        got = conv;
-    }
     int64_t bad = 0, first = -1, worst = 0;
     double max_diff = 0;
     for (int64_t i = 0; i < n; i++) {
@@ -278,59 +292,57 @@ static ob_result compare(ob_builder *b, slim_program *p, const char *name, const
         }
         bad++;
     }
-    ob_result r = OB_OK;
     if (bad)
-        r = run_fail(msg, msg_size,
-                     "output '%s': %lld of %lld elements off; first [%lld] got %.9g expected "
-                     "%.9g; worst [%lld] got %.9g expected %.9g",
-                     name, (long long)bad, (long long)n, (long long)first, (double)got[first],
-                     (double)e->f[first], (long long)worst, (double)got[worst],
-                     (double)e->f[worst]);
-    free(conv);
-    return r;
+        return run_fail(msg, msg_size,
+                        "output '%s': %lld of %lld elements off; first [%lld] got %.9g expected "
+                        "%.9g; worst [%lld] got %.9g expected %.9g",
+                        name, (long long)bad, (long long)n, (long long)first, (double)got[first],
+                        (double)e->f[first], (long long)worst, (double)got[worst],
+                        (double)e->f[worst]);
+    return OB_OK;
 }
 
-/* Build, compile, run and compare one variant of a case (layouts: PLAIN
+/* Build, compile, run and compare one variant of a case (layouts: plain
  * first, then channels-last when some op could take host inputs either way). */
-static ob_result run_variant(const slim_registry *reg, const Onnx__ModelProto *m,
-                             const ox_tensor *in, int n_in, const ox_tensor *out, int n_out,
-                             bool prefer_cl, const options *o, bool *could_cl, char *msg,
+static ob_result run_variant(slim_registry *reg, const Onnx__ModelProto *m, const char *file,
+                             const slim__ox_tensor *in, int n_in, const slim__ox_tensor *out,
+                             int n_out, bool prefer_cl, const options *o, bool *could_cl, char *msg,
                              size_t msg_size, char *note, size_t note_size)
 {
-    ob_builder b;
-    ob_init(&b, reg, m);
-    b.prefer_cl = prefer_cl;
+    slim__onnx_opts io = {.reg = reg, .inputs = in, .n_inputs = n_in, .prefer_cl = prefer_cl};
+    ox_builder *b = NULL;
     slim_program *p = NULL;
-    ob_result r = ob_build(&b, in, n_in);
-    if (r == OB_OK && b.training) {
-        /* Again, now knowing that the graph compiles for training. */
-        ob_fini(&b);
-        ob_init(&b, reg, m);
-        b.prefer_cl = prefer_cl;
-        b.trainable_inputs = true;
-        r = ob_build(&b, in, n_in);
+    slim_error err = {0};
+    ob_result r = OB_OK;
+    slim_status st = slim__onnx_import(&io, m, file, &b, &err);
+    if (st == SLIM_OK && b->training) {
+        /* again, now knowing that the graph compiles for training */
+        slim__onnx_import_free(b);
+        io.trainable_inputs = true;
+        st = slim__onnx_import(&io, m, file, &b, &err);
     }
-    *could_cl = b.could_cl;
-    if (r != OB_OK) {
-        snprintf(msg, msg_size, "%s", b.why);
-        goto done;
+    *could_cl = st == SLIM_OK && b->could_cl;
+    note[0] = '\0';
+    if (st != SLIM_OK) {
+        snprintf(msg, msg_size, "%s", err.msg);
+        return st == SLIM_EUNSUPPORTED ? OB_NA : OB_FAIL;
     }
+    snprintf(note, note_size, "%s", b->note);
     if ((size_t)n_out != m->graph->n_output) {
         r = run_fail(msg, msg_size, "%d output_N.pb for %zu graph outputs", n_out,
                      m->graph->n_output);
         goto done;
     }
-    slim_error err = {0};
-    slim_compile_opts co = {.training = b.training, .num_threads = o->threads};
-    if (slim_graph_compile(b.g, &co, &p, &err) != SLIM_OK) {
+    slim_compile_opts co = {.training = b->training, .num_threads = o->threads};
+    if (slim_graph_compile(b->g, &co, &p, &err) != SLIM_OK) {
         r = run_fail(msg, msg_size, "slim_graph_compile: %s", err.msg);
         goto done;
     }
-    if (slim_graph_init_params(b.g, 0, &err) != SLIM_OK) {
+    if (slim_graph_init_params(b->g, 0, &err) != SLIM_OK) {
         r = run_fail(msg, msg_size, "slim_graph_init_params: %s", err.msg);
         goto done;
     }
-    if ((r = write_feeds(&b, p, msg, msg_size)) != OB_OK)
+    if ((r = write_feeds(b, p, msg, msg_size)) != OB_OK)
         goto done;
     slim_run_opts ro = {.learning_rate = 0, .step = 0, .seed = 0};
     if (slim_program_run(p, &ro, &err) != SLIM_OK) {
@@ -338,36 +350,35 @@ static ob_result run_variant(const slim_registry *reg, const Onnx__ModelProto *m
         goto done;
     }
     for (int k = 0; k < n_out && r == OB_OK; k++)
-        r = compare(&b, p, m->graph->output[k]->name, &out[k], o, msg, msg_size);
+        r = compare(b, p, (size_t)k, &out[k], o, msg, msg_size);
 done:
-    snprintf(note, note_size, "%s", b.note);
     slim_program_free(p);
-    ob_fini(&b);
+    slim__onnx_import_free(b);
     return r;
 }
 
-static ob_result run_case(const slim_registry *reg, const char *case_dir, const Onnx__ModelProto *m,
-                          const options *o, char *msg, size_t msg_size, char *note,
-                          size_t note_size)
+static ob_result run_case(slim_registry *reg, const char *case_dir, const Onnx__ModelProto *m,
+                          const char *file, const options *o, char *msg, size_t msg_size,
+                          char *note, size_t note_size)
 {
-    ox_tensor in[MAX_TENSORS], out[MAX_TENSORS];
+    slim__ox_tensor in[MAX_TENSORS], out[MAX_TENSORS];
     int n_in = load_tensors(case_dir, "input", in, msg, msg_size);
     if (n_in < 0)
         return OB_NA;
     int n_out = load_tensors(case_dir, "output", out, msg, msg_size);
     if (n_out < 0) {
         for (int i = 0; i < n_in; i++)
-            ox_tensor_fini(&in[i]);
+            slim__ox_tensor_fini(&in[i]);
         return OB_NA;
     }
     bool could_cl = false, unused;
-    ob_result r = run_variant(reg, m, in, n_in, out, n_out, false, o, &could_cl, msg, msg_size,
-                              note, note_size);
+    ob_result r = run_variant(reg, m, file, in, n_in, out, n_out, false, o, &could_cl, msg,
+                              msg_size, note, note_size);
     if (r == OB_OK && could_cl) {
         /* The same case with host inputs fed channels-last. Not applicable
          * there (a later op needs ONNX order) is no failure. */
         char msg2[896], note2[96];
-        ob_result r2 = run_variant(reg, m, in, n_in, out, n_out, true, o, &unused, msg2,
+        ob_result r2 = run_variant(reg, m, file, in, n_in, out, n_out, true, o, &unused, msg2,
                                    sizeof(msg2), note2, sizeof(note2));
         if (r2 == OB_FAIL) {
             r = OB_FAIL;
@@ -377,9 +388,9 @@ static ob_result run_case(const slim_registry *reg, const char *case_dir, const 
         }
     }
     for (int i = 0; i < n_in; i++)
-        ox_tensor_fini(&in[i]);
+        slim__ox_tensor_fini(&in[i]);
     for (int i = 0; i < n_out; i++)
-        ox_tensor_fini(&out[i]);
+        slim__ox_tensor_fini(&out[i]);
     return r;
 }
 
@@ -405,7 +416,7 @@ static void diag(const char *msg)
     }
 }
 
-static int one_subdir(const slim_registry *reg, const char *data, const char *sub, const options *o,
+static int one_subdir(slim_registry *reg, const char *data, const char *sub, const options *o,
                       tally *t, int *out_of_scope)
 {
     char sub_path[1024];
@@ -421,16 +432,15 @@ static int one_subdir(const slim_registry *reg, const char *data, const char *su
         snprintf(path, sizeof(path), "%s/model.onnx", case_dir);
         if (name[0] == '.' || !selected(o, name) || !file_exists(path))
             continue;
-        Onnx__ModelProto *m = ox_model_load(path, msg, sizeof(msg));
-        int op = m ? attribute(sub_path, name, m) : -1;
+        Onnx__ModelProto *m = NULL;
+        int op = slim__ox_model_load(path, &m, NULL) == SLIM_OK ? attribute(sub_path, name, m) : -1;
         if (op < 0) {
             (*out_of_scope)++;
-            if (m)
-                onnx__model_proto__free_unpacked(m, NULL);
+            slim__ox_model_free(m);
             continue;
         }
-        ob_result r = run_case(reg, case_dir, m, o, msg, sizeof(msg), note, sizeof(note));
-        onnx__model_proto__free_unpacked(m, NULL);
+        ob_result r = run_case(reg, case_dir, m, name, o, msg, sizeof(msg), note, sizeof(note));
+        slim__ox_model_free(m);
         tap_n++;
         if (r == OB_OK) {
             t[op].pass++;

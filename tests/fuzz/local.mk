@@ -11,6 +11,8 @@ FUZZ_HARNESSES = \
 	tests/fuzz/idx.c \
 	tests/fuzz/jpeg.c \
 	tests/fuzz/jpeg_transcode.c \
+	tests/fuzz/npy.c \
+	tests/fuzz/onnx.c \
 	tests/fuzz/pipeline.c \
 	tests/fuzz/png.c \
 	tests/fuzz/png_crc.c \

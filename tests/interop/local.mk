@@ -1,4 +1,4 @@
-# tests/interop/: TensorFlow checkpoints (interop/, runtime/ckpt_*.c).
+# tests/interop/: TensorFlow checkpoints (interop/, runtime/ckpt_*.c), ONNX, .npy.
 #   test_tfckpt_read   every file of ../shared/data/tfckpt/ against its MANIFEST
 #                      and TensorFlow's known values; damaged copies
 check_PROGRAMS += tests/interop/test_tfckpt_read
@@ -30,3 +30,21 @@ EXTRA_DIST += tests/interop/models
 TESTS += tests/interop/tfckpt_zoo.sh
 EXTRA_DIST += tests/interop/tfckpt_zoo.sh
 tests/interop/tfckpt_zoo.log: tools/slimrun$(EXEEXT) tests/runtime/ckpt_tool$(EXEEXT)
+
+# The ONNX importer and .npy files (interop/):
+#   test_onnx           models built in C (onnx_gen.c): names and layouts, a small
+#                       network against a reference, unsupported ops, an op plugin's
+#                       ONNX op, malformed files; .npy round trip and bad files
+#   test_torchvision.sh torchvision classifiers exported by Debian's PyTorch, imported
+#                       and compared with PyTorch's logits (exit 77 without torch)
+# tests/interop/coverage.py runs every torchvision classifier at three opsets (not
+# part of check: see README, "ONNX"). The importer's and .npy's fuzz harnesses
+# are tests/fuzz/onnx.c and npy.c.
+check_PROGRAMS += tests/interop/test_onnx
+tests_interop_test_onnx_SOURCES = tests/interop/test_onnx.c tests/interop/onnx_gen.c \
+	tests/interop/onnx_gen.h tests/data/tap.c tests/data/tap.h
+tests_interop_test_onnx_LDADD = libslim_core.la
+TESTS += tests/interop/test_onnx tests/interop/test_torchvision.sh
+
+EXTRA_DIST += tests/interop/torch_export.py tests/interop/coverage.py \
+	tests/interop/test_torchvision.sh
