@@ -504,7 +504,7 @@ static slim_status build_ln(dsl *d, dsl_layer_ctx *lc, slim_tid *out)
             TRY(dsl_const_vec(d, i == 0 ? 1.0 : 0.0, c, lc->at, &t[i]));
         else
             TRY(dsl_make_param(d, lc->e, po.at ? &po : NULL, lc->name, &specs[i], 1, &c, trainable,
-                           lc->at, &t[i], &count));
+                               lc->at, &t[i], &count));
     }
     slim_attrs *attrs = slim_attrs_new();
     if (!attrs)
@@ -556,8 +556,8 @@ static slim_status build_var(dsl *d, dsl_layer_ctx *lc, slim_tid *out)
     const char *slash = strrchr(lc->name, '/');
     const char *scope = slash ? dsl_strndup(d->arena, lc->name, (size_t)(slash - lc->name)) : "";
     dsl_param_spec ps = {.key = "variable",
-                     .suffix = slash ? slash + 1 : lc->name,
-                     .init = {.kind = SLIM_INIT_ZEROS}};
+                         .suffix = slash ? slash + 1 : lc->name,
+                         .init = {.kind = SLIM_INIT_ZEROS}};
     if (!scope)
         return dsl_fail(d->err, lc->at, SLIM_ENOMEM, "out of memory");
     int64_t count = 0;

@@ -36,8 +36,8 @@ static int zero_inputs(const Onnx__ModelProto *m, slim__ox_tensor *t, int n)
         const Onnx__ValueInfoProto *vi = g->input[i];
         bool init = false;
         for (size_t j = 0; j < g->n_initializer && !init; j++)
-            init = vi->name && g->initializer[j]->name &&
-                   !strcmp(vi->name, g->initializer[j]->name);
+            init =
+                vi->name && g->initializer[j]->name && !strcmp(vi->name, g->initializer[j]->name);
         if (init)
             continue;
         int64_t d[SLIM__OX_MAX_DIMS];
