@@ -159,16 +159,21 @@ slim_status ox_def(ox_builder *b, const char *name, slim_tid tid, int layer, con
 {
     if (rank < 0 || rank > OX_MAXD)
         return ox_unsup(b, "a rank-%d result (slim handles up to %d)", rank, OX_MAXD);
+    /* lay and dim may point into the value table, which new_value may move */
+    ox_layout l = *lay;
+    int64_t d[OX_MAXD];
+    if (rank)
+        memcpy(d, dim, (size_t)rank * sizeof *dim);
     ox_value *v = new_value(b, name);
     if (!v)
         return ox_oom(b);
     v->kind = OX_COMPUTED;
     v->tid = tid;
     v->layer = layer;
-    v->lay = *lay;
+    v->lay = l;
     v->rank = rank;
     if (rank)
-        memcpy(v->dim, dim, (size_t)rank * sizeof *dim);
+        memcpy(v->dim, d, (size_t)rank * sizeof *dim);
     return SLIM_OK;
 }
 

@@ -684,6 +684,9 @@ slim_status slim__ox_idiom(ox_builder *b, int k)
     ox_value *x = ox_find(b, first->input[0]);
     if (!x || x->kind != OX_COMPUTED)
         return SLIM_ENOTFOUND; /* on constants or fed values: node by node */
+    /* const_value may fold constants into new values, moving the table:
+     * x is refetched by its index after it */
+    int xi = (int)(x - b->vals);
     slim_status st = SLIM_ENOTFOUND;
     if (!strcmp(first->op_type, "Sigmoid")) {
         st = ox_unary_value(b, x, "silu", NULL, 0, last->output[0]);
@@ -697,7 +700,7 @@ slim_status slim__ox_idiom(ox_builder *b, int k)
         const char *half = other_input(m2, node_at(b, nodes[3])->output[0]);
         if (near(const_value(b, first->input[1]), sqrt(2.0)) && near(const_value(b, one), 1) &&
             near(const_value(b, half), 0.5))
-            st = ox_unary_value(b, x, "gelu", NULL, 0, last->output[0]);
+            st = ox_unary_value(b, &b->vals[xi], "gelu", NULL, 0, last->output[0]);
     } else {
         /* layer norm: eps from the Add, scale and bias from the optional Mul / Add */
         int64_t C = x->dim[x->rank - 1];
@@ -705,6 +708,7 @@ slim_status slim__ox_idiom(ox_builder *b, int k)
         double two = const_value(b, pw->input[1]);
         const char *eps_name = other_input(ad, node_at(b, nodes[3])->output[0]);
         double eps = eps_name ? const_value(b, eps_name) : NAN;
+        x = &b->vals[xi];
         ox_value *g = NULL, *be = NULL;
         bool ok = two == 2 && eps >= 0;
         if (ok && cnt >= 8) {
@@ -715,14 +719,10 @@ slim_status slim__ox_idiom(ox_builder *b, int k)
             const char *bn = other_input(node_at(b, nodes[8]), node_at(b, nodes[7])->output[0]);
             ok = bn && (be = vector_const(b, bn, C));
         }
-        if (ok) {
-            int gi = g ? (int)(g - b->vals) : -1, bi = be ? (int)(be - b->vals) : -1;
+        if (ok) /* ox_layer_norm copies the scale and bias before it defines values */
             st = ox_layer_norm(b, x, g ? &g->host : NULL, g && g->initializer ? g->name : NULL,
                                be ? &be->host : NULL, be && be->initializer ? be->name : NULL, eps,
                                last->output[0]);
-            (void)gi;
-            (void)bi;
-        }
     }
     if (st == SLIM_OK)
         for (int i = 1; i < cnt; i++)
