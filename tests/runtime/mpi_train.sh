@@ -110,19 +110,19 @@ L30="$L --batch_size=8 --max_number_of_steps=30 --save_interval_steps=10 --colle
 mpi2 $L30 --train_dir="$T/w0" > "$T/w0.log" 2>&1
 mpi2 $L30 --train_dir="$T/w" > "$T/w1.log" 2>&1 &
 job=$!
-start=$(date +%s)
 pid=
 while kill -0 $job 2> /dev/null && [ -z "$pid" ]; do
     tmp=$(ls "$T/w/" 2> /dev/null | grep 'model.ckpt-20.slimckpt.tmp-' | head -1)
     [ -n "$tmp" ] && pid=${tmp##*.tmp-}
 done
+killed=$(date +%s)
 [ -n "$pid" ] && kill -9 "$pid" 2> /dev/null
 wait $job
 rc=$?
-took=$(($(date +%s) - start))
+took=$(($(date +%s) - killed))
 if [ -n "$pid" ] && [ $rc -ne 0 ] && [ $took -lt 60 ] && [ -f "$T/w/model.ckpt-10.slimckpt" ] &&
     [ ! -f "$T/w/model.ckpt-20.slimckpt" ]; then
-    ok "kill -9 of rank 0 during the step-20 checkpoint ends the job (${took} s), step 10 kept"
+    ok "kill -9 of rank 0 during the step-20 checkpoint ends the job in ${took} s, step 10 kept"
 else not_ok "kill -9 of rank 0 while saving (pid '$pid', exit $rc, ${took} s)"; ls -l "$T/w"
     show "$T/w1.log"; fi
 mpi2 $L30 --train_dir="$T/w" > "$T/w2.log" 2>&1
