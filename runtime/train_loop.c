@@ -10,6 +10,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* rpos (n values): every process's input position when they share it by file. */
 static slim_status save(slim__rt_trainer *t, slim_train_result *res, const int64_t *rpos, int n,
@@ -233,6 +234,15 @@ static slim_status check_replicas(slim__rt_trainer *t, slim_error *err)
     return st;
 }
 
+/* This process's CPU time, every thread (kernels, input, communication). */
+static double cpu_now(void)
+{
+    struct timespec ts;
+    if (clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts) != 0)
+        return 0;
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
 /* Every rank's allreduce spans into rank 0's trace, on two tracks per rank
  * (the bucket on the wire, the training thread waiting). Times are made
  * relative to the barrier every rank left at t0 (their clocks differ). */
@@ -325,6 +335,7 @@ slim_status slim_train(const slim_train_config *c, slim_train_result *res, slim_
     double run_start = slim__rt_now(), last_save = run_start, last_report = run_start;
     int64_t last_saved_step = t.step, period_steps = 0, period_images = 0;
     double loss_sum = 0, acc_sum = 0, wait_sum = 0, norm_sum = 0, comm_sum = 0, wire_sum = 0;
+    double cpu_sum = 0, cpu_last = cpu_now();
     double last_loss = NAN;
     const bool clipping = c->clip_gradient_norm > 0;
     int64_t log_every = c->log_every_n_steps > 0 ? c->log_every_n_steps : 10;
@@ -341,14 +352,16 @@ slim_status slim_train(const slim_train_config *c, slim_train_result *res, slim_
         if (st)
             break;
         double comm = multi ? slim__dist_take_wait(t.dist) : 0, wire = 0;
+        double cpu_t = cpu_now(), cpu = cpu_t - cpu_last;
+        cpu_last = cpu_t;
         /* a checkpoint is due by time by rank 0's clock: across processes it
          * tells the others (they give their input positions) */
         bool time_due = c->save_interval_secs > 0 &&
                         slim__rt_now() - last_save >= c->save_interval_secs && root;
         if (multi) { /* the stop request, and the step's figures over every process */
-            double v[7] = {c->stop && *c->stop ? 1 : 0,  ss.loss, ss.accuracy, ss.n_valid, comm,
-                           slim__dist_take_wire(t.dist), time_due};
-            st = slim__dist_allreduce(t.dist, v, 7, SLIM__DIST_SUM, "the end-of-step allreduce",
+            double v[8] = {c->stop && *c->stop ? 1 : 0,  ss.loss, ss.accuracy, ss.n_valid, comm,
+                           slim__dist_take_wire(t.dist), time_due, cpu};
+            st = slim__dist_allreduce(t.dist, v, 8, SLIM__DIST_SUM, "the end-of-step allreduce",
                                       err);
             time_due = v[6] > 0;
             if (st)
@@ -359,6 +372,7 @@ slim_status slim_train(const slim_train_config *c, slim_train_result *res, slim_
             ss.n_valid = (int)v[3];
             comm = v[4] / t.size + slim__dist_take_wait(t.dist);
             wire = v[5] / t.size;
+            cpu = v[7] / t.size;
         }
         if (!isfinite(ss.loss)) {
             st = slim__error(err, SLIM_ESTATE,
@@ -373,6 +387,7 @@ slim_status slim_train(const slim_train_config *c, slim_train_result *res, slim_
         wait_sum += ss.wait;
         comm_sum += comm;
         wire_sum += wire;
+        cpu_sum += cpu;
         period_steps++;
         period_images += ss.n_valid;
         slim__rt_trainer_trace_step(&t, &ss);
@@ -421,6 +436,7 @@ slim_status slim_train(const slim_train_config *c, slim_train_result *res, slim_
                 .comm_wait = dt > 0 ? fmin(1, comm_sum / dt) : 0,
                 .comm_wait_seconds = comm_sum / (double)period_steps,
                 .allreduce_seconds = wire_sum / (double)period_steps,
+                .cpu_seconds = cpu_sum / (double)period_steps,
             };
             double per_step = (now - run_start) / (double)(t.step - res->start_step);
             p.eta_seconds = t.max_steps ? per_step * (double)(t.max_steps - t.step) : -1;
@@ -435,6 +451,7 @@ slim_status slim_train(const slim_train_config *c, slim_train_result *res, slim_
                                   "images_per_sec",
                                   "input_wait",
                                   "elapsed",
+                                  "cpu_seconds",
                                   "processes",
                                   "comm_wait",
                                   "comm_wait_seconds",
@@ -448,14 +465,15 @@ slim_status slim_train(const slim_train_config *c, slim_train_result *res, slim_
                              p.images_per_sec,
                              p.input_wait,
                              p.elapsed,
+                             p.cpu_seconds,
                              (double)p.processes,
                              p.comm_wait,
                              p.comm_wait_seconds,
                              p.allreduce_seconds,
                              p.grad_norm};
-            int nk = multi ? 12 : 8;
+            int nk = multi ? 13 : 9;
             if (clipping) /* grad_norm last */
-                keys[nk] = keys[12], vals[nk] = vals[12], nk++;
+                keys[nk] = keys[13], vals[nk] = vals[13], nk++;
             slim_error e2 = {0};
             slim_status ws = slim__rt_jsonl_write(t.metrics, keys, vals, nk, NULL, NULL, &e2);
             slim__rt_report_write(c->on_message, c->user, &t.metrics_failing, ws, &e2);
@@ -470,7 +488,7 @@ slim_status slim_train(const slim_train_config *c, slim_train_result *res, slim_
             ws = slim__rt_events_scalars(t.events, t.step, tags, tv, nt, &e2);
             slim__rt_report_write(c->on_message, c->user, &t.events_failing, ws, &e2);
             last_report = now;
-            loss_sum = acc_sum = wait_sum = norm_sum = comm_sum = wire_sum = 0;
+            loss_sum = acc_sum = wait_sum = norm_sum = comm_sum = wire_sum = cpu_sum = 0;
             period_steps = period_images = 0;
         } else if (!root) {
             last_loss = ss.loss;

@@ -66,6 +66,9 @@ typedef struct slim_train_progress {
      * communication, and the gradient allreduces on the wire (the part not
      * waited for hid behind backward) */
     double comm_wait_seconds, allreduce_seconds;
+    /* per step, mean since the last report: the CPU time of the process,
+     * every thread (mean over the processes) */
+    double cpu_seconds;
 } slim_train_progress;
 
 typedef void (*slim_train_progress_fn)(const slim_train_progress *p, void *user);
