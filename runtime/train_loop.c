@@ -359,7 +359,7 @@ slim_status slim_train(const slim_train_config *c, slim_train_result *res, slim_
         bool time_due = c->save_interval_secs > 0 &&
                         slim__rt_now() - last_save >= c->save_interval_secs && root;
         if (multi) { /* the stop request, and the step's figures over every process */
-            double v[8] = {c->stop && *c->stop ? 1 : 0,  ss.loss, ss.accuracy, ss.n_valid, comm,
+            double v[8] = {c->stop && *c->stop ? 1 : 0,  ss.loss,  ss.accuracy, ss.n_valid, comm,
                            slim__dist_take_wire(t.dist), time_due, cpu};
             st = slim__dist_allreduce(t.dist, v, 8, SLIM__DIST_SUM, "the end-of-step allreduce",
                                       err);
@@ -457,20 +457,11 @@ slim_status slim_train(const slim_train_config *c, slim_train_result *res, slim_
                                   "comm_wait_seconds",
                                   "allreduce_seconds",
                                   "grad_norm"};
-            double vals[] = {(double)p.step,
-                             p.epoch,
-                             p.loss,
-                             p.accuracy,
-                             p.learning_rate,
-                             p.images_per_sec,
-                             p.input_wait,
-                             p.elapsed,
-                             p.cpu_seconds,
-                             (double)p.processes,
-                             p.comm_wait,
-                             p.comm_wait_seconds,
-                             p.allreduce_seconds,
-                             p.grad_norm};
+            double vals[] = {(double)p.step,      p.epoch,         p.loss,
+                             p.accuracy,          p.learning_rate, p.images_per_sec,
+                             p.input_wait,        p.elapsed,       p.cpu_seconds,
+                             (double)p.processes, p.comm_wait,     p.comm_wait_seconds,
+                             p.allreduce_seconds, p.grad_norm};
             int nk = multi ? 13 : 9;
             if (clipping) /* grad_norm last */
                 keys[nk] = keys[13], vals[nk] = vals[13], nk++;
