@@ -53,23 +53,27 @@ def trace_profile(path):
         b0 = min(e["ts"] for e in bwd)
         b1 = max(e["ts"] + e["dur"] for e in bwd)
         n = int(s["name"].split()[-1])
-        bk = sorted((e for e in buckets if e["args"].get("step") == n), key=lambda e: e["ts"])
+        bk = {int(e["name"].split()[-1]): e for e in buckets if e["args"].get("step") == n}
         if not bk or compute <= 0 or b1 <= b0:
             continue
         prof.append({
             "fwd": fwd / compute,
             "bwd": sum(e["dur"] for e in bwd) / compute,
-            "ready": [min(1.0, max(0.0, (e["ts"] - b0) / (b1 - b0))) for e in bk],
-            "bytes": [e["args"]["MB"] * 1e6 for e in bk],
+            "ready": {k: min(1.0, max(0.0, (e["ts"] - b0) / (b1 - b0))) for k, e in bk.items()},
+            "bytes": {k: e["args"]["MB"] * 1e6 for k, e in bk.items()},
         })
     if not prof:
         sys.exit("mpi_project.py: no usable step in %s" % path)
-    nb = min(len(p["ready"]) for p in prof)
+    size = {}
+    for p in prof:
+        size.update(p["bytes"])
+    ready = {k: statistics.median(p["ready"][k] for p in prof if k in p["ready"]) for k in size}
+    order = sorted(size, key=lambda k: (ready[k], k))  # the order the link takes them
     return {
         "fwd": statistics.median(p["fwd"] for p in prof),
         "bwd": statistics.median(p["bwd"] for p in prof),
-        "ready": [statistics.median(p["ready"][k] for p in prof) for k in range(nb)],
-        "bytes": prof[0]["bytes"][:nb],
+        "ready": [ready[k] for k in order],
+        "bytes": [size[k] for k in order],
         "steps": len(prof),
     }
 
@@ -97,17 +101,25 @@ def main():
                     help="Gbit/s:latency per message (s), comma separated")
     ap.add_argument("--nodes", default="2,4,16,64,256")
     ap.add_argument("--batch_scale", default="1")
+    ap.add_argument("--extra_mb", type=float, default=0,
+                    help="a gradient the traced run did not have, final first in backward "
+                         "(a 1000-class head where the run had 10): MB")
     a = ap.parse_args()
     p = trace_profile(a.trace)
+    if a.extra_mb > 0:
+        p["ready"].insert(0, 0.0)
+        p["bytes"].insert(0, a.extra_mb * 1e6)
     total = sum(p["bytes"])
-    eta = min(1.0, total / (a.rate / 8) / a.wire)
+    traced = total - a.extra_mb * 1e6
+    eta = min(1.0, traced / (a.rate / 8) / a.wire)
     nodes = [int(x) for x in a.nodes.split(",")]
     print("%s: T_c %.3f s (1 process, CPU), forward %.0f%% / backward %.0f%% of a step; "
           "%d buckets, %.1f MB; completed at %s of backward (median of %d steps); "
-          "eta %.2f (2 hosts, %.0f Mbit/s link: %.3f s measured, %.3f s ideal)" %
+          "eta %.2f (2 hosts, %.0f Mbit/s link: %.3f s measured, %.3f s ideal)%s" %
           (a.model, a.tc, 100 * p["fwd"], 100 * p["bwd"], len(p["bytes"]), total / 1e6,
            "/".join("%.0f%%" % (100 * r) for r in p["ready"]), p["steps"], eta,
-           a.rate / 1e6, a.wire, total / (a.rate / 8)))
+           a.rate / 1e6, a.wire, traced / (a.rate / 8),
+           "; + %.1f MB first (--extra_mb)" % a.extra_mb if a.extra_mb > 0 else ""))
     for bs in [float(x) for x in a.batch_scale.split(",")]:
         for link in a.links.split(","):
             g, lat = link.split(":")

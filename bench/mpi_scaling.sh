@@ -25,9 +25,12 @@
 #
 # bench/mpi_scaling.sh [--models="resnet_v1_50 mobilenet_v2"] [--batch=8]
 #                      [--steps=5] [--warmup=3] [--pairs=3] [--quick] [--no-netns]
-#                      [--buckets="2 8 32"] [--batch_scale=1,4]
+#                      [--links="10gbit 1gbit"] [--buckets="2 8 32"] [--batch_scale=1,4]
+#                      [--tc="MODEL:SECONDS ..."]
 #                      [--latency10=50e-6] [--latency1=500e-6]
 #                      [--builddir=.] [--out=bench/results/mpi_scaling.md]
+# --pairs=0 --tc="resnet_v1_50:2.47 ...": no part 1; part 3 takes these compute
+# times (CPU seconds per step of 1 process, from an earlier part 1).
 # --quick: a check of the script (LeNet, batch 8, a few steps, 1 pair); the
 # figures mean nothing then. Takes flock /tmp/cpu.lock; every result line
 # carries the load average before and after it.
@@ -35,7 +38,7 @@ set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 models="resnet_v1_50 mobilenet_v2"
 batch=8 steps=5 warmup=3 pairs=3 quick=no netns=yes buckets= bscale=1,4
-lat10=50e-6 lat1=500e-6 builddir=. out=
+lat10=50e-6 lat1=500e-6 builddir=. out= links="10gbit 1gbit" tcs=
 for a in "$@"; do
     case $a in
     --models=*) models=${a#*=} ;;
@@ -49,9 +52,11 @@ for a in "$@"; do
     --latency1=*) lat1=${a#*=} ;;
     --buckets=*) buckets=${a#*=} ;;
     --batch_scale=*) bscale=${a#*=} ;;
+    --links=*) links=${a#*=} ;;
+    --tc=*) tcs=${a#*=} ;;
     --builddir=*) builddir=${a#*=} ;;
     --out=*) out=${a#*=} ;;
-    *) sed -n '2,33p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+    *) sed -n '2,36p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
     esac
 done
 if [ $quick = yes ]; then
@@ -98,7 +103,7 @@ median() { tr ' ' '\n' | grep . | sort -g | awk '{v[NR] = $1} END {
 div() { awk -v a="$1" -v b="$2" -v f="${3:-%.2f}" 'BEGIN {if (b > 0) printf f, a / b; else print "-"}'; }
 
 train_flags() { # MODEL
-    echo "--model_name=$1 --synthetic --batch_size=$batch --num_threads=1
+    echo "--model_name=$1 --synthetic --num_classes=1000 --batch_size=$batch --num_threads=1
         --max_number_of_steps=$((warmup + steps)) --log_every_n_steps=1 --optimizer=momentum
         --learning_rate=0.01 --save_interval_secs=0 --replica_check_steps=0"
 }
@@ -116,8 +121,9 @@ flock 9
     echo
 } > "$out"
 
+for x in $tcs; do eval "tc_${x%%:*}=${x#*:}"; done
 # ---- 1. this machine -----------------------------------------------------------
-{
+[ "$pairs" -gt 0 ] && {
     echo "## 1. One machine, processes on its cores (shared memory)"
     echo
     echo "images/s: wall clock, all processes; cpu: CPU seconds per step of each process (every thread)."
@@ -126,6 +132,7 @@ flock 9
     echo "|---|---|---|---|---|---|---|---|"
 } >> "$out"
 for m in $models; do
+    [ "$pairs" -gt 0 ] || break
     R1= R2= C1= C2= W2=
     i=1
     while [ $i -le "$pairs" ]; do
@@ -153,10 +160,10 @@ for m in $models; do
     echo "$m: wall speed-up $(div "$r2" "$r1") (under load: the scheduler's shares);" \
         "CPU speed-up 2 x $c1 / $c2 = $(div "$(awk -v a="$c1" 'BEGIN {print 2 * a}')" "$c2")" >> "$T/speedup.txt"
 done
-{
-    echo
-    sed 's/$/  /' "$T/speedup.txt"
-} >> "$out"
+if [ "$pairs" -gt 0 ]; then
+    echo >> "$out"
+    sed 's/$/  /' "$T/speedup.txt" >> "$out"
+fi
 
 # ---- 2. shaped links between network namespaces -----------------------------------
 if [ $netns = yes ] && [ "$(id -u)" -ne 0 ]; then
@@ -177,7 +184,7 @@ if [ $netns = yes ]; then
     "$here/mpi_netns.sh" down > /dev/null 2>&1 || true
     "$here/mpi_netns.sh" up 2 10gbit > "$T/netns.log" 2>&1
     netns_up=yes
-    for link in 10gbit 1gbit; do
+    for link in $links; do
         "$here/mpi_netns.sh" shape $link >> "$T/netns.log" 2>&1
         for m in $models; do
             for ov in on off; do
@@ -195,7 +202,7 @@ if [ $netns = yes ]; then
                 cw=$(field "$T/ns/metrics.jsonl" comm_wait_seconds)
                 cpu=$(field "$T/ns/metrics.jsonl" cpu_seconds)
                 echo "| $m | $link | $ov | $(div $((2 * batch)) "$r" %.3f) | $ar | $cw |" \
-                    "$(awk -v a="$ar" -v c="$cw" 'BEGIN {if (a > 0) printf "%.0f%%", 100 * (1 - c / a); else print "-"}') |" \
+                    "$(awk -v a="$ar" -v c="$cw" 'BEGIN {if (a > 0) printf "%.0f%%", c < a ? 100 * (1 - c / a) : 0; else print "-"}') |" \
                     "$cpu | $l0-$(load) |" >> "$out"
                 [ $ov = off ] && [ $link = 1gbit ] && eval "wire_$m=$ar"
             done
@@ -220,7 +227,7 @@ if [ $netns = yes ]; then
             ar=$(field "$T/ns/metrics.jsonl" allreduce_seconds)
             cw=$(field "$T/ns/metrics.jsonl" comm_wait_seconds)
             echo "| $mb | $(div $((2 * batch)) "$r" %.3f) | $ar | $cw |" \
-                "$(awk -v a="$ar" -v c="$cw" 'BEGIN {if (a > 0) printf "%.0f%%", 100 * (1 - c / a); else print "-"}') | $l0-$(load) |" >> "$out"
+                "$(awk -v a="$ar" -v c="$cw" 'BEGIN {if (a > 0) printf "%.0f%%", c < a ? 100 * (1 - c / a) : 0; else print "-"}') | $l0-$(load) |" >> "$out"
         done
     fi
     echo >> "$out"
