@@ -42,6 +42,9 @@ typedef struct slim__onnx_opts {
      * value at build time (a Reshape's shape) */
     const slim__ox_tensor *inputs;
     int n_inputs;
+    /* model mode, a graph translated from TensorFlow (interop/tf_graph.c): its
+     * input is (N,H,W,C) as slim's images, and the model file says so */
+    bool input_nhwc;
     bool prefer_cl;        /* feed rank-3/4 host inputs of layout-agnostic ops channels-last */
     bool trainable_inputs; /* f32 inputs as trainable parameters (a training compile) */
 } slim__onnx_opts;
@@ -68,6 +71,13 @@ const float *slim__onnx_param_data(const slim__onnx_importer *imp, const char *n
 /* The model name an ONNX file gets: its file name without .onnx, made a
  * valid scope name (resnet18.onnx -> resnet18). */
 void slim__onnx_model_name(const char *path, char *name, size_t n);
+
+/* An ONNX model (read from path) as a model, with the import options o
+ * (model mode; o->reg the registry): slim__onnx_model_load's work once the
+ * file is read. */
+slim_status slim__onnx_model_build(const slim__onnx_opts *o, const Onnx__ModelProto *m,
+                                   const char *path, const slim_model_opts *mo, slim_model **out,
+                                   char **yaml_out, slim_error *err);
 
 /* MODEL.onnx as a model (see above), named name (NULL: from the file name).
  * yaml_out, when not NULL, receives the model file's text (malloc'd). */

@@ -162,10 +162,11 @@ static slim_status model_input(ox_builder *b, const Onnx__ValueInfoProto *vi)
         return ox_fail(b, SLIM_EUNSUPPORTED, "graph input '%s' is %s, slim's images are float",
                        name, slim__ox_elem_name(tt->elem_type));
     const Onnx__TensorShapeProto *sh = tt->shape;
+    bool nhwc = b->o->input_nhwc;
     if (sh->n_dim != 4)
         return ox_fail(b, SLIM_EUNSUPPORTED,
-                       "graph input '%s' has rank %zu; an image classifier takes (N,C,H,W)", name,
-                       sh->n_dim);
+                       "graph input '%s' has rank %zu; an image classifier takes (N,%s)", name,
+                       sh->n_dim, nhwc ? "H,W,C" : "C,H,W");
     int64_t d[4];
     for (int i = 0; i < 4; i++) {
         const Onnx__TensorShapeProto__Dimension *dm = sh->dim[i];
@@ -178,22 +179,23 @@ static slim_status model_input(ox_builder *b, const Onnx__ValueInfoProto *vi)
                            "fixed channel count and image size)",
                            name, i);
     }
-    if (d[2] != d[3])
+    int hi = nhwc ? 1 : 2, ci = nhwc ? 3 : 1; /* where H (W after it) and C are */
+    if (d[hi] != d[hi + 1])
         return ox_fail(b, SLIM_EUNSUPPORTED,
                        "graph input '%s' is %lldx%lld: slim's models take square images", name,
-                       (long long)d[2], (long long)d[3]);
+                       (long long)d[hi], (long long)d[hi + 1]);
     int64_t n = b->o->batch_size > 0 ? b->o->batch_size : d[0] > 0 && d[0] <= 4096 ? d[0] : 1;
     d[0] = n;
     b->batch = n;
-    b->channels = d[1];
-    b->image_size = d[2];
-    slim_shape s = slim_shape_make(4, (int64_t[]){n, d[2], d[3], d[1]});
+    b->channels = d[ci];
+    b->image_size = d[hi];
+    slim_shape s = slim_shape_make(4, (int64_t[]){n, d[hi], d[hi + 1], d[ci]});
     slim_tid t;
     slim_error e = {0};
     if (slim_graph_input(b->g, "images", SLIM_F32, &s, &t, &e) != SLIM_OK)
         return ox_fail(b, e.code, "%s", e.msg);
-    ox_layout cl = ox_cl(4);
-    return ox_def(b, name, t, OX_IMAGES, &cl, 4, d);
+    ox_layout lay = nhwc ? ox_plain(4) : ox_cl(4);
+    return ox_def(b, name, t, OX_IMAGES, &lay, 4, d);
 }
 
 static slim_status inputs(ox_builder *b)

@@ -40,6 +40,39 @@ static const float *param_value(void *user, const char *name, const slim_shape *
     return slim__onnx_param_data(user, name, shape);
 }
 
+slim_status slim__onnx_model_build(const slim__onnx_opts *o, const Onnx__ModelProto *m,
+                                   const char *path, const slim_model_opts *mo, slim_model **out,
+                                   char **yaml_out, slim_error *err)
+{
+    *out = NULL;
+    if (yaml_out)
+        *yaml_out = NULL;
+    slim__onnx_importer *imp = NULL;
+    slim_status st = slim__onnx_import(o, m, path, &imp, err);
+    char *yaml = NULL;
+    if (st == SLIM_OK)
+        st = slim__onnx_yaml(imp, path, &yaml, err);
+    if (st == SLIM_OK) {
+        slim_model_opts lo = *mo;
+        lo.param_value = param_value;
+        lo.param_value_user = imp;
+        char label[1100];
+        snprintf(label, sizeof label, "%s (imported)", path);
+        st = slim_model_load_string(o->reg, label, yaml, strlen(yaml), &lo, out, err);
+        if (st != SLIM_OK)
+            slim__error_prefix(err,
+                               "%s: the imported model does not build (a bug in slim's "
+                               "importer; please report it): ",
+                               path);
+    }
+    slim__onnx_import_free(imp);
+    if (yaml_out && st == SLIM_OK)
+        *yaml_out = yaml;
+    else
+        free(yaml);
+    return st;
+}
+
 slim_status slim__onnx_model_load(slim_registry *reg, const char *path, const char *model_name,
                                   const slim_model_opts *mo, slim_model **out, char **yaml_out,
                                   slim_error *err)
@@ -57,30 +90,8 @@ slim_status slim__onnx_model_load(slim_registry *reg, const char *path, const ch
     char name[128];
     slim__onnx_model_name(model_name ? model_name : path, name, sizeof name);
     slim__onnx_opts o = {.reg = reg, .root = name, .model = true};
-    slim__onnx_importer *imp = NULL;
     if (st == SLIM_OK)
-        st = slim__onnx_import(&o, m, path, &imp, err);
-    char *yaml = NULL;
-    if (st == SLIM_OK)
-        st = slim__onnx_yaml(imp, path, &yaml, err);
-    if (st == SLIM_OK) {
-        slim_model_opts lo = *mo;
-        lo.param_value = param_value;
-        lo.param_value_user = imp;
-        char label[1100];
-        snprintf(label, sizeof label, "%s (imported)", path);
-        st = slim_model_load_string(reg, label, yaml, strlen(yaml), &lo, out, err);
-        if (st != SLIM_OK)
-            slim__error_prefix(err,
-                               "%s: the imported model does not build (a bug in slim's "
-                               "importer; please report it): ",
-                               path);
-    }
-    slim__onnx_import_free(imp);
+        st = slim__onnx_model_build(&o, m, path, mo, out, yaml_out, err);
     slim__ox_model_free(m);
-    if (yaml_out && st == SLIM_OK)
-        *yaml_out = yaml;
-    else
-        free(yaml);
     return st;
 }

@@ -235,18 +235,22 @@ slim_status slim__onnx_yaml(const slim__onnx_importer *imp, const char *source, 
     buf o = {0};
     const Onnx__ModelProto *m = b->model;
     put(&o, "# %s as a slim model file, written by slimrun import.\n", source);
-    put(&o, "# Exported by %s %s (ONNX opset %lld). Its parameters are in the checkpoint\n",
-        m->producer_name && m->producer_name[0] ? m->producer_name : "an unknown producer",
-        m->producer_version ? m->producer_version : "", (long long)b->opset);
+    if (b->o->input_nhwc)
+        put(&o, "# A TensorFlow GraphDef. Its parameters are in the checkpoint\n");
+    else
+        put(&o, "# Exported by %s %s (ONNX opset %lld). Its parameters are in the checkpoint\n",
+            m->producer_name && m->producer_name[0] ? m->producer_name : "an unknown producer",
+            m->producer_version ? m->producer_version : "", (long long)b->opset);
     put(&o, "# written beside this file; layers own theirs under their names\n");
     put(&o, "# (%s/LAYER/weights, /biases, /gamma ...).\n", b->root);
     put(&o, "name: %s\n", b->root);
-    put(&o, "description: imported from ONNX\n");
+    put(&o, "description: imported from %s\n", b->o->input_nhwc ? "TensorFlow" : "ONNX");
     put(&o, "num_classes: %lld\n", (long long)b->num_classes);
     put(&o, "image_size: %lld\n", (long long)b->image_size);
     put(&o, "channels: %lld\n", (long long)b->channels);
-    put(&o, "input_layout: NCHW   # tensors fed to predict --input_npy are (N, C, H, W), as in "
-            "the source\n");
+    if (!b->o->input_nhwc)
+        put(&o, "input_layout: NCHW   # tensors fed to predict --input_npy are (N, C, H, W), as "
+                "in the source\n");
     put(&o, "weight_decay: 0.0\n");
     put(&o, "layers:\n");
     int prev = OX_IMAGES, last = OX_IMAGES;
