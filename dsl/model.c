@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "interop/onnx.h"
+#include "interop/tf_graph.h"
 
 #define MAX_FILE_BYTES (16u << 20)
 #define MAX_INCLUDE_DEPTH 16
@@ -694,6 +695,11 @@ slim_status slim_model_load(slim_registry *reg, const char *path, const slim_mod
         if (err)
             memset(err, 0, sizeof *err);
         return slim__onnx_model_load(reg, path, NULL, o, out, NULL, err);
+    }
+    if (path && slim__tfg_is_graph_path(path) && reg && o && out) {
+        if (err)
+            memset(err, 0, sizeof *err);
+        return slim__tfg_model_load(reg, path, NULL, NULL, o, out, NULL, err);
     }
     return load_common(reg, path, NULL, 0, o, out, err);
 }

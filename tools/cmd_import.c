@@ -21,13 +21,14 @@
 
 #include "interop/npy.h"
 #include "interop/onnx.h"
+#include "interop/tf_graph.h"
 #include "runtime/checkpoint.h"
 #include "tools/flags.h"
 
 extern const slim_command slim_cmd_import;
 
 typedef struct import_cli {
-    const char *out, *name;
+    const char *out, *name, *output_node;
     const char *const *plugins;
     int n_plugins;
 } import_cli;
@@ -39,6 +40,8 @@ static const flag_def import_flags[] = {
      "the model's name, the root scope of its parameters (default: the file's name)"},
     {"plugin", FLAG_LIST, I(plugins), I(n_plugins),
      "load an op plugin first (ONNX ops it declares are mapped to it); repeatable"},
+    {"output_node", FLAG_STR, I(output_node), 0,
+     "a TensorFlow graph's output node (default: the one node nothing reads)"},
 };
 #define N_IMPORT_FLAGS ((int)(sizeof import_flags / sizeof import_flags[0]))
 
@@ -69,10 +72,12 @@ static int import_main(int argc, char **argv)
     }
     if (fr.help || fr.n_pos != 1 || !c.out) {
         flags_usage(fr.help ? stdout : stderr,
-                    "usage: slimrun import MODEL.onnx --out=DIR [--name=NAME] [--plugin=PATH]\n\n"
-                    "An ONNX image classifier as a slim model: DIR/model.yaml (its layers, to\n"
-                    "read and edit) and DIR/model.ckpt-0.slimckpt (its weights). The model's\n"
-                    "input keeps the source's (N, C, H, W) layout for predict --input_npy.",
+                    "usage: slimrun import MODEL.onnx|FROZEN.pb --out=DIR [--name=NAME] "
+                    "[--plugin=PATH]\n\n"
+                    "An ONNX image classifier or a frozen TensorFlow GraphDef as a slim model:\n"
+                    "DIR/model.yaml (its layers, to read and edit) and DIR/model.ckpt-0.slimckpt\n"
+                    "(its weights). The model's input keeps the source's layout for predict\n"
+                    "--input_npy: (N, C, H, W) for ONNX, (N, H, W, C) for TensorFlow.",
                     import_flags, N_IMPORT_FLAGS);
         return fr.help ? 0 : 2;
     }
@@ -82,10 +87,18 @@ static int import_main(int argc, char **argv)
     char *yaml = NULL;
     slim_error e = {0};
     int rc = 1;
+    bool tf = slim__tfg_is_graph_path(src);
+    char note[200] = "";
+    slim__tfg_opts to = {.output = c.output_node, .note = note, .note_size = sizeof note};
+    if (c.output_node && !tf) {
+        fprintf(stderr, "slimrun import: --output_node is for TensorFlow graphs (.pb)\n");
+        return 2;
+    }
     slim_model_opts mo = {
         .batch_size = 1, .weight_decay = -1, .plugins = c.plugins, .n_plugins = c.n_plugins};
     if (slim_registry_new(&reg, &e) ||
-        slim__onnx_model_load(reg, src, c.name, &mo, &m, &yaml, &e) ||
+        (tf ? slim__tfg_model_load(reg, src, c.name, &to, &mo, &m, &yaml, &e)
+            : slim__onnx_model_load(reg, src, c.name, &mo, &m, &yaml, &e)) ||
         slim_graph_init_params(slim_model_graph(m), 0, &e))
         goto fail;
     if (mkdirs(c.out) != 0) {
@@ -110,9 +123,16 @@ static int import_main(int argc, char **argv)
     slim__rt_ckpt_path(c.out, 0, ckpt, sizeof ckpt);
     if (slim__rt_ckpt_save(ckpt, &s, &e))
         goto fail;
-    printf("imported %s: %d layers, %lld parameters, input (N,%d,%d,%d) NCHW, %d classes\n", src,
-           mi->n_layers, (long long)mi->n_params, mi->channels, mi->image_size, mi->image_size,
-           mi->num_classes);
+    if (mi->input_nchw)
+        printf("imported %s: %d layers, %lld parameters, input (N,%d,%d,%d) NCHW, %d classes\n",
+               src, mi->n_layers, (long long)mi->n_params, mi->channels, mi->image_size,
+               mi->image_size, mi->num_classes);
+    else
+        printf("imported %s: %d layers, %lld parameters, input (N,%d,%d,%d) NHWC, %d classes\n",
+               src, mi->n_layers, (long long)mi->n_params, mi->image_size, mi->image_size,
+               mi->channels, mi->num_classes);
+    if (note[0])
+        printf("dropped after the logits: %s (slim's models end in the logits)\n", note);
     printf("wrote %s\nwrote %s\n", path, ckpt);
     rc = 0;
     goto done;

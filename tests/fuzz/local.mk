@@ -18,6 +18,7 @@ FUZZ_HARNESSES = \
 	tests/fuzz/png_crc.c \
 	tests/fuzz/recipe.c \
 	tests/fuzz/tfckpt.c \
+	tests/fuzz/tfgraph.c \
 	tests/fuzz/tfrecord.c
 
 check_PROGRAMS += tests/fuzz/test_fuzz_replay

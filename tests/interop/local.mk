@@ -31,6 +31,14 @@ TESTS += tests/interop/tfckpt_zoo.sh
 EXTRA_DIST += tests/interop/tfckpt_zoo.sh
 tests/interop/tfckpt_zoo.log: tools/slimrun$(EXEEXT) tests/runtime/ckpt_tool$(EXEEXT)
 
+#   test_tfgraph       frozen GraphDefs imported: dl4j's conv_0 against its output,
+#                      lenet_frozen.pb's TF-Slim names, every mapped op against a
+#                      plain computation, malformed and unsupported graphs
+check_PROGRAMS += tests/interop/test_tfgraph
+tests_interop_test_tfgraph_SOURCES = tests/interop/test_tfgraph.c $(DATA_TEST_COMMON)
+tests_interop_test_tfgraph_LDADD = libslim_core.la
+TESTS += tests/interop/test_tfgraph
+
 # The ONNX importer and .npy files (interop/):
 #   test_onnx           models built in C (onnx_gen.c): names and layouts, a small
 #                       network against a reference, unsupported ops, an op plugin's
