@@ -79,38 +79,40 @@ static int64_t count(int rank, const int64_t *dim)
     return n;
 }
 
-const char *tg_init_f32(slim__tfg *t, const char *name, int rank, const int64_t *dim,
-                        const float *data)
+/* An initializer of f32 or i64 data (copied). */
+static const char *init(slim__tfg *t, const char *name, int rank, const int64_t *dim,
+                        const void *data, bool f32)
 {
     name = take_name(t, name);
     Onnx__TensorProto *tp = new_init(t, name, rank, dim);
     int64_t n = count(rank, dim);
-    float *d = tg_alloc(t, (size_t)(n ? n : 1) * sizeof *d);
+    void *d = tg_alloc(t, (size_t)(n ? n : 1) * 8);
     if (!tp || !d)
         return name;
     if (n)
-        memcpy(d, data, (size_t)n * sizeof *d);
-    tp->data_type = ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT;
-    tp->n_float_data = (size_t)n;
-    tp->float_data = d;
+        memcpy(d, data, (size_t)n * (f32 ? 4 : 8));
+    if (f32) {
+        tp->data_type = ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT;
+        tp->n_float_data = (size_t)n;
+        tp->float_data = d;
+    } else {
+        tp->data_type = ONNX__TENSOR_PROTO__DATA_TYPE__INT64;
+        tp->n_int64_data = (size_t)n;
+        tp->int64_data = d;
+    }
     return name;
+}
+
+const char *tg_init_f32(slim__tfg *t, const char *name, int rank, const int64_t *dim,
+                        const float *data)
+{
+    return init(t, name, rank, dim, data, true);
 }
 
 const char *tg_init_i64(slim__tfg *t, const char *name, int rank, const int64_t *dim,
                         const int64_t *data)
 {
-    name = take_name(t, name);
-    Onnx__TensorProto *tp = new_init(t, name, rank, dim);
-    int64_t n = count(rank, dim);
-    int64_t *d = tg_alloc(t, (size_t)(n ? n : 1) * sizeof *d);
-    if (!tp || !d)
-        return name;
-    if (n)
-        memcpy(d, data, (size_t)n * sizeof *d);
-    tp->data_type = ONNX__TENSOR_PROTO__DATA_TYPE__INT64;
-    tp->n_int64_data = (size_t)n;
-    tp->int64_data = d;
-    return name;
+    return init(t, name, rank, dim, data, false);
 }
 
 const char *tg_ref(slim__tfg *t, tg_in in)
