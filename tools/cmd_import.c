@@ -166,9 +166,9 @@ int slim__predict_npy(const predict_npy_args *a)
     }
     size_t ml = strlen(model);
     bool onnx = ml > 5 && !strcasecmp(model + ml - 5, ".onnx");
-    if (!a->checkpoint && !onnx) {
+    if (!a->checkpoint && !onnx && !slim__tfg_is_graph_path(model)) {
         fprintf(stderr, "slimrun predict: --checkpoint_path is needed (only an .onnx model "
-                        "brings its own weights)\n");
+                        "or a frozen TensorFlow graph brings its own weights)\n");
         return 2;
     }
     if (slim__npy_read(a->input, &x, &e))

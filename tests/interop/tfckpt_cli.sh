@@ -157,4 +157,29 @@ else
     skip "ckpt ls of TensorFlow's files" "../shared/data/tfckpt not found"
     skip "ckpt ls --tensor_name" "../shared/data/tfckpt not found"
 fi
+
+# 7. frozen graphs: slimrun import FROZEN.pb, --model=FROZEN.pb
+G=$D/dl4j-tf-graphs
+if [ -f "$G/lenet_frozen.pb" ]; then
+    "$SLIMRUN" import "$G/lenet_frozen.pb" --out="$T/lenet" > "$T/i.log" 2>&1
+    "$SLIMRUN" ckpt ls "$T/lenet" > "$T/il.log" 2>&1
+    if has "$T/i.log" "8 layers, 61706 parameters, input (N,28,28,1) NHWC, 10 classes" &&
+        has "$T/i.log" "dropped after the logits: ArgMax 'output'" &&
+        has "$T/lenet/model.yaml" "^name: Lenet" &&
+        has "$T/il.log" "Lenet/conv1/weights *value *float *\[5, 5, 1, 6\]"; then
+        ok "slimrun import lenet_frozen.pb: model Lenet, TF-Slim's names, its ArgMax dropped"
+    else not_ok "slimrun import lenet_frozen.pb"; show "$T/i.log" "$T/il.log"; fi
+    "$SLIMRUN" inspect "$G/lenet_frozen.pb" > "$T/in.log" 2>&1
+    if [ $? -eq 0 ] && has "$T/in.log" "^fc9 *fully_connected *(32,10)"; then
+        ok "a FROZEN.pb loads wherever a model file does (inspect)"
+    else not_ok "--model=FROZEN.pb"; show "$T/in.log"; fi
+    "$SLIMRUN" import "$D/tf-core-v2/lite/multi_add.pb" --output_node=y --out="$T/ma" > "$T/ma.log" 2>&1
+    if [ $? -eq 1 ] && has "$T/ma.log" "multi_add.pb: the output needs 3 Placeholders ('d', 'b', 'c')"; then
+        ok "import --output_node=y of TensorFlow's multi_add.pb: its three inputs named"
+    else not_ok "import --output_node"; show "$T/ma.log"; fi
+else
+    skip "slimrun import lenet_frozen.pb" "../shared/data/tfckpt not found"
+    skip "--model=FROZEN.pb" "../shared/data/tfckpt not found"
+    skip "import --output_node" "../shared/data/tfckpt not found"
+fi
 tap_end
