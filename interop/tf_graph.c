@@ -724,10 +724,13 @@ slim_status slim__tfg_translate(const char *file, const uint8_t *buf, size_t len
         char list[800] = "";
         size_t l = 0;
         int bad = 0;
+        bool vars = false;
         for (int i = 0; i < n_order; i++) {
             const Tensorflow__NodeDef *nd = t->nodes[order[i]].nd;
             if (tg_known_op(nd->op))
                 continue;
+            vars = vars || !strcmp(nd->op, "VariableV2") || !strcmp(nd->op, "Variable") ||
+                   !strcmp(nd->op, "VarHandleOp") || !strcmp(nd->op, "ReadVariableOp");
             char a[240], b[80];
             if (l < sizeof list - 200)
                 l += (size_t)snprintf(list + l, sizeof list - l, "\n  node '%s': %s",
@@ -739,8 +742,11 @@ slim_status slim__tfg_translate(const char *file, const uint8_t *buf, size_t len
         }
         if (bad)
             st = slim__error(t->err, SLIM_EUNSUPPORTED,
-                             "%s: %d node%s of TensorFlow ops slim does not import:%s", t->file,
-                             bad, bad == 1 ? "" : "s", list);
+                             "%s: %d node%s of TensorFlow ops slim does not import:%s%s", t->file,
+                             bad, bad == 1 ? "" : "s", list,
+                             vars ? "\nThe graph holds variables: freeze it first (TensorFlow's "
+                                    "freeze_graph makes them Consts)"
+                                  : "");
     }
     if (!st)
         st = find_input(t, order, n_order);
