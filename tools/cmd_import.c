@@ -37,7 +37,8 @@ typedef struct import_cli {
 static const flag_def import_flags[] = {
     {"out", FLAG_STR, I(out), 0, "the directory to write model.yaml and the checkpoint in"},
     {"name", FLAG_STR, I(name), 0,
-     "the model's name, the root scope of its parameters (default: the file's name)"},
+     "the model's name, the root scope of its parameters (default: the file's name; for a "
+     "TensorFlow graph the scope all its weights share, if any)"},
     {"plugin", FLAG_LIST, I(plugins), I(n_plugins),
      "load an op plugin first (ONNX ops it declares are mapped to it); repeatable"},
     {"output_node", FLAG_STR, I(output_node), 0,
