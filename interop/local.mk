@@ -75,4 +75,6 @@ libslim_core_la_SOURCES += \
 	interop/onnx_ops_loss.c \
 	interop/onnx_yaml.c \
 	interop/onnx_model.c \
+	interop/onnx_export.c interop/onnx_export.h interop/onnx_export_int.h \
+	interop/onnx_export_ops.c \
 	interop/npy.c interop/npy.h

@@ -196,6 +196,7 @@ int slim__predict_npy(const predict_npy_args *a)
     char path[1024];
     slim_model_opts mo = {.batch_size = (int)x.dim[0],
                           .num_classes = a->num_classes ? a->num_classes : info.num_classes,
+                          .image_size = a->image_size,
                           .weight_decay = -1,
                           .plugins = a->plugins,
                           .n_plugins = a->n_plugins,

@@ -8,7 +8,7 @@ typedef struct predict_npy_args {
     const char *model;      /* a model file, an .onnx file or a zoo name */
     const char *checkpoint; /* file or train_dir; NULL for an .onnx model's own weights */
     const char *input, *output;
-    int num_classes, num_threads, use_ema;
+    int num_classes, image_size, num_threads, use_ema;
     const char *const *plugins;
     int n_plugins;
     const char *const *defines; /* --set NAME=VALUE */

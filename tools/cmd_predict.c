@@ -90,6 +90,7 @@ static int predict_main(int argc, char **argv)
                               .input = pc.input_npy,
                               .output = pc.output_npy,
                               .num_classes = pc.num_classes,
+                              .image_size = pc.image_size,
                               .num_threads = pc.num_threads,
                               .use_ema = pc.use_ema && !strcmp(pc.use_ema, "false")  ? 0
                                          : pc.use_ema && !strcmp(pc.use_ema, "true") ? 1

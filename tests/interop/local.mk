@@ -56,3 +56,13 @@ TESTS += tests/interop/test_onnx tests/interop/test_torchvision.sh
 
 EXTRA_DIST += tests/interop/torch_export.py tests/interop/coverage.py \
 	tests/interop/test_torchvision.sh
+
+# tests/interop/test_onnx_export.sh: zoo models exported (slimrun export) and run in
+# ONNX Runtime (npm's onnxruntime-node, through ort_run.js; skipped without node or it)
+# and imported back (slimrun import), against slimrun predict's logits.
+# export_fixture writes the checkpoints and inputs it uses and compares .npy files.
+check_PROGRAMS += tests/interop/export_fixture
+tests_interop_export_fixture_SOURCES = tests/interop/export_fixture.c
+tests_interop_export_fixture_LDADD = libslim_core.la -lm
+TESTS += tests/interop/test_onnx_export.sh
+EXTRA_DIST += tests/interop/test_onnx_export.sh tests/interop/ort_run.js

@@ -1,0 +1,185 @@
+#!/bin/sh
+# tests/interop/test_onnx_export.sh - slimrun export against slimrun predict (TAP).
+#
+# Zoo models get a checkpoint of random values that make every folding show
+# (tests/interop/export_fixture: batch norm statistics, biases, and for LeNet
+# moving averages that both commands must prefer); each is exported and run
+# in ONNX Runtime (npm's onnxruntime-node, through tests/interop/ort_run.js)
+# on a random batch of 3 (the dynamic batch is built at 2): its logits and
+# probabilities match predict's logits and their softmax within 1e-4 of the
+# largest. Variants: fixed batch, opsets 17 and 21, batch norm kept, NCHW input.
+# Round trips: exported, then `slimrun import`ed, the model file + checkpoint
+# give predict's logits again. Torchvision models imported from Debian's
+# PyTorch (tests/interop/torch_export.py) are exported and run in ONNX Runtime
+# against PyTorch's logits. Errors: an op without ONNX counterpart, bad flags.
+#
+# ONNX Runtime: $ORT_NODE_DIR/node_modules/onnxruntime-node, by default
+# ${XDG_CACHE_HOME:-~/.cache}/slim/onnxruntime, where ./quickstart check puts it
+# (`npm install --ignore-scripts onnxruntime-node` there). Without node or it,
+# and without torch, those checks skip; the round trips always run.
+top_srcdir=${top_srcdir:-.}
+top_builddir=${top_builddir:-.}
+SLIMRUN=$top_builddir/tools/slimrun
+FIX=$top_builddir/tests/interop/export_fixture
+ORT_RUN=$top_srcdir/tests/interop/ort_run.js
+ORT_NODE_DIR=${ORT_NODE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/slim/onnxruntime}
+export ORT_NODE_DIR
+PY=/usr/bin/python3
+T=$(mktemp -d "${TMPDIR:-/tmp}/slim-onnx-export.XXXXXX")
+trap 'rm -rf "$T"' EXIT
+. "$top_srcdir/tests/tap.sh"
+
+ort=
+if command -v node > /dev/null 2>&1 &&
+    node -e "require('$ORT_NODE_DIR/node_modules/onnxruntime-node')" > /dev/null 2>&1; then
+    ort=yes
+fi
+why_no_ort="no node or onnxruntime-node in $ORT_NODE_DIR (./quickstart check installs it)"
+
+# run_ort NAME DIR FILE.onnx X.npy REF.npy: ONNX Runtime's outputs against REF's logits
+run_ort() {
+    if [ -z "$ort" ]; then
+        skip "$1: ONNX Runtime gives predict's logits and their softmax" "$why_no_ort"
+        return
+    fi
+    check "$1: ONNX Runtime gives predict's logits and their softmax" sh -c "
+        node '$ORT_RUN' '$3' '$4' '$2/ort' &&
+        '$FIX' compare '$2/ort.logits.npy' '$5' 1e-4 &&
+        '$FIX' compare '$2/ort.probabilities.npy' '$5' 1e-4 softmax"
+}
+
+# zoo MODEL SIZE CHANNELS [FIXTURE_ARGS]: the checkpoint, input and predict's logits in $T/MODEL
+zoo() {
+    md=$T/$1
+    mkdir -p "$md"
+    check "$1: a random checkpoint, a batch of 3 (${2}px) and predict's logits" sh -c "
+        '$FIX' ckpt '$1' '$md' image_size=$2 $4 &&
+        '$FIX' input 3 $2 $2 $3 '$md/x.npy' 1 &&
+        '$FIX' nchw '$md/x.npy' '$md/x_nchw.npy' &&
+        '$SLIMRUN' predict --model='$1' --checkpoint_path='$md' --image_size=$2 \
+            --input_npy='$md/x.npy' --output_npy='$md/ref.npy' --num_threads=2"
+}
+
+# export MODEL SIZE TAG [FLAGS...]: $T/MODEL/TAG.onnx, run in ONNX Runtime
+export_ort() {
+    m=$1 s=$2 tag=$3
+    shift 3
+    md=$T/$m
+    x=$md/x.npy
+    case " $* " in *" --input_layout=NCHW "*) x=$md/x_nchw.npy ;; esac
+    if check "$m: slimrun export ${*:-(dynamic batch, opset 13)}" "$SLIMRUN" export --model="$m" \
+        --checkpoint_path="$md" --image_size="$s" --output="$md/$tag.onnx" "$@"; then
+        run_ort "$m $tag" "$md" "$md/$tag.onnx" "$x" "$md/ref.npy"
+    fi
+}
+
+# round_trip MODEL TAG: $T/MODEL/TAG.onnx (NCHW input) imported, predicted on
+round_trip() {
+    md=$T/$1
+    check "$1 $2: imported back, the model file + checkpoint give predict's logits" sh -c "
+        '$SLIMRUN' import '$md/$2.onnx' --out='$md/rt-$2' > /dev/null &&
+        '$SLIMRUN' predict --model='$md/rt-$2/model.yaml' --checkpoint_path='$md/rt-$2' \
+            --input_npy='$md/x_nchw.npy' --output_npy='$md/rt-$2.npy' &&
+        '$FIX' compare '$md/rt-$2.npy' '$md/ref.npy' 1e-4"
+}
+
+# has FILE.onnx OP COUNT: the file has COUNT nodes of type OP (0: none)
+has() {
+    "$FIX" ops "$1" > "$T/ops.txt" || return 1
+    got=$(awk -v op="$2" '$1 == op {print $2}' "$T/ops.txt")
+    [ "${got:-0}" -eq "$3" ] || { echo "$2: ${got:-0}, expected $3"; cat "$T/ops.txt"; return 1; }
+}
+
+# LeNet: fully connected layers, flatten, dropout; moving averages in the checkpoint
+zoo lenet 28 1 --ema
+export_ort lenet 28 dyn
+check "lenet: no Dropout, no Transpose but the NHWC input's" sh -c "
+    '$FIX' ops '$T/lenet/dyn.onnx' > '$T/lenet/ops.txt' && ! grep -q Dropout '$T/lenet/ops.txt' &&
+    grep -q '^Transpose 1$' '$T/lenet/ops.txt' && grep -q '^Gemm 2$' '$T/lenet/ops.txt'"
+export_ort lenet 28 b3 --batch=3
+export_ort lenet 28 nchw --input_layout=NCHW --opset=17
+round_trip lenet nchw
+check "lenet: --use_ema=false exports other weights than predict's (the moving averages')" sh -c "
+    '$SLIMRUN' export --model=lenet --checkpoint_path='$T/lenet' --output='$T/lenet/raw.onnx' \
+        --use_ema=false && ! cmp -s '$T/lenet/raw.onnx' '$T/lenet/dyn.onnx'"
+
+# CifarNet: LRN (TensorFlow's alpha is per sum, ONNX's per mean)
+zoo cifarnet 32 3
+export_ort cifarnet 32 dyn
+
+# MobileNets: depthwise convolutions, relu6, folded batch norms, residual adds
+zoo mobilenet_v1 128 3
+export_ort mobilenet_v1 128 dyn
+check "mobilenet_v1: every batch norm folded" has "$T/mobilenet_v1/dyn.onnx" BatchNormalization 0
+export_ort mobilenet_v1 128 kept --fold_batch_norm=false --opset=21
+check "mobilenet_v1: --fold_batch_norm=false keeps 27 BatchNormalization nodes" \
+    has "$T/mobilenet_v1/kept.onnx" BatchNormalization 27
+zoo mobilenet_v2 96 3
+export_ort mobilenet_v2 96 nchw --input_layout=NCHW
+check "mobilenet_v2: an NCHW input needs no Transpose" has "$T/mobilenet_v2/nchw.onnx" Transpose 0
+round_trip mobilenet_v2 nchw
+
+# ResNets: v1's bottlenecks; v2's pre-activation batch norms stay BatchNormalization
+zoo resnet_v1_50 64 3
+export_ort resnet_v1_50 64 dyn
+zoo resnet_v2_50 64 3
+export_ort resnet_v2_50 64 nchw --input_layout=NCHW --opset=17
+round_trip resnet_v2_50 nchw
+
+# Inception v2: concatenations, SAME average pooling, a separable convolution
+zoo inception_v2 96 3
+export_ort inception_v2 96 dyn
+
+# Imported torchvision models, exported again, against PyTorch's logits
+# torch_model NAME OPSET REF_BATCH [FLAGS...]
+torch_model() {
+    name=$1 opset=$2 rb=$3
+    shift 3
+    md=$T/tv-$name
+    if [ -z "$ort" ]; then
+        skip "$name (torchvision, imported): exported, ONNX Runtime gives PyTorch's logits" \
+            "$why_no_ort"
+        return
+    fi
+    if ! $PY -c "import torch, torchvision" 2> /dev/null; then
+        skip "$name (torchvision, imported): exported, ONNX Runtime gives PyTorch's logits" \
+            "Debian's python3-torch / python3-torchvision are not installed"
+        return
+    fi
+    check "$name (torchvision, imported): exported, ONNX Runtime gives PyTorch's logits" sh -c "
+        $PY '$top_srcdir/tests/interop/torch_export.py' $name $opset 64 2 '$md' --ref_batch=$rb &&
+        '$SLIMRUN' export --model='$md/model.onnx' --output='$md/e.onnx' --opset=$opset $* &&
+        node '$ORT_RUN' '$md/e.onnx' '$md/x.npy' '$md/ort' &&
+        '$FIX' compare '$md/ort.logits.npy' '$md/y.npy' 1e-4"
+    rm -rf "$md"
+}
+torch_model convnext_tiny 17 2            # layer_norm, gelu, transpose, matmul
+torch_model mobilenet_v3_small 13 3       # hard_swish (decomposed at 13), squeeze-excitation
+
+# Errors
+cat > "$T/sym.yaml" << 'EOF'
+name: sym
+num_classes: 4
+image_size: 8
+channels: 1
+layers:
+  - pad: {name: mirror, paddings: [0, 0, 1, 1, 1, 1, 0, 0], mode: SYMMETRIC}
+  - conv2d: {name: conv, num_outputs: 4, kernel_size: 3, padding: VALID}
+  - global_avg_pool: {name: pool, keep_dims: false}
+EOF
+mkdir -p "$T/sym"
+check "a pad mode ONNX lacks: the error names the op, the node and the mode" sh -c "
+    '$FIX' ckpt '$T/sym.yaml' '$T/sym' &&
+    ! '$SLIMRUN' export --model='$T/sym.yaml' --checkpoint_path='$T/sym' \
+        --output='$T/sym/m.onnx' 2> '$T/sym/err' &&
+    grep -q \"pad 'sym/mirror': pad mode SYMMETRIC has no ONNX counterpart\" '$T/sym/err' &&
+    test ! -e '$T/sym/m.onnx'"
+check "--opset=12 is refused, naming the opsets written" sh -c "
+    ! '$SLIMRUN' export --model=lenet --checkpoint_path='$T/lenet' --output='$T/x.onnx' \
+        --opset=12 2> '$T/err' && grep -q 'opset 12: slim writes opsets 13 to 21' '$T/err'"
+check "--batch=0 and --input_layout=NCWH are usage errors" sh -c "
+    '$SLIMRUN' export --model=lenet --checkpoint_path='$T/lenet' --output='$T/x.onnx' \
+        --batch=0 2> /dev/null; test \$? -eq 2 &&
+    '$SLIMRUN' export --model=lenet --checkpoint_path='$T/lenet' --output='$T/x.onnx' \
+        --input_layout=NCWH 2> /dev/null; test \$? -eq 2"
+tap_end
