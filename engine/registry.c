@@ -137,6 +137,14 @@ const char *slim_registry_onnx_op(const slim_registry *reg, const char *onnx_typ
     return NULL;
 }
 
+const char *slim__registry_onnx_type(const slim_registry *reg, const char *op)
+{
+    for (int i = 0; reg && op && i < reg->n_onnx; i++)
+        if (strcmp(reg->onnx_ops[i], op) == 0)
+            return reg->onnx_types[i];
+    return NULL;
+}
+
 static slim_status host_declare_onnx(slim_registry *reg, const char *onnx_type, const char *op,
                                      slim_error *err)
 {

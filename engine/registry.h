@@ -6,5 +6,8 @@
 
 /* SLIM_KERNELS=ref in the environment forces the reference kernels. */
 bool slim__force_ref(void);
+/* The ONNX op type a plugin declared for op (slim_host.declare_onnx_op), or NULL:
+ * slim_registry_onnx_op the other way round (the ONNX exporter's). */
+const char *slim__registry_onnx_type(const slim_registry *reg, const char *op);
 
 #endif

@@ -210,6 +210,32 @@ void xp_attr_ints(xp_ex *x, Onnx__NodeProto *n, const char *key, const int64_t *
     }
 }
 
+void xp_attr_floats(xp_ex *x, Onnx__NodeProto *n, const char *key, const double *v, int k)
+{
+    Onnx__AttributeProto *a = attr(x, n, key, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOATS);
+    float *d = a ? xp_alloc(x, (size_t)(k ? k : 1) * sizeof *d) : NULL;
+    if (d) {
+        for (int i = 0; i < k; i++)
+            d[i] = (float)v[i];
+        a->floats = d;
+        a->n_floats = (size_t)k;
+    }
+}
+
+void xp_use_domain(xp_ex *x, const char *domain)
+{
+    for (int i = 0; i < x->n_domains; i++)
+        if (!strcmp(x->domains[i], domain))
+            return;
+    if (x->n_domains == (int)(sizeof x->domains / sizeof x->domains[0])) {
+        xp_fail(x, SLIM_EUNSUPPORTED, "more than 8 op set domains");
+        return;
+    }
+    x->domains[x->n_domains] = xp_strdup(x, domain);
+    if (x->domains[x->n_domains])
+        x->n_domains++;
+}
+
 void xp_attr_str(xp_ex *x, Onnx__NodeProto *n, const char *key, const char *v)
 {
     Onnx__AttributeProto *a = attr(x, n, key, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING);
@@ -287,8 +313,8 @@ static const char *add_init(xp_ex *x, const char *base, const char *what, int ra
     return push(x, (void ***)&x->init, &x->n_init, &x->cap_init, t) ? nm : NULL;
 }
 
-const char *xp_init_f32(xp_ex *x, const char *base, const char *what, int rank,
-                        const int64_t *dim, const float *data, bool keep)
+const char *xp_init_f32(xp_ex *x, const char *base, const char *what, int rank, const int64_t *dim,
+                        const float *data, bool keep)
 {
     return add_init(x, base, what, rank, dim, ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, data,
                     sizeof *data, keep);
@@ -375,9 +401,9 @@ const char *xp_get(xp_ex *x, slim_tid t, int l)
         for (int i = 0; i < s->rank; i++)
             dim[i] = s->dim[l == XL_CF ? (int[]){0, 3, 1, 2}[i] : i];
         const float *data = l == XL_CF ? nhwc_to_nchw(x, p, s) : p;
-        const char *nm = data ? xp_init_f32(x, ti->name, l == XL_CF ? "nchw" : NULL, s->rank, dim,
-                                            data, true)
-                              : NULL;
+        const char *nm =
+            data ? xp_init_f32(x, ti->name, l == XL_CF ? "nchw" : NULL, s->rank, dim, data, true)
+                 : NULL;
         return x->val[t][l] = nm;
     }
     const char *other = x->val[t][!l];
@@ -510,6 +536,11 @@ static void plan(xp_ex *x, const slim_tid *outs, int n_out, slim_tid input)
     }
 }
 
+static const slim_registry *g_reg(const xp_ex *x)
+{
+    return x->g->reg;
+}
+
 /* Every needed node whose op has no exporter, listed in one message. */
 static slim_status check_ops(xp_ex *x)
 {
@@ -518,11 +549,11 @@ static slim_status check_ops(xp_ex *x)
     int n_bad = 0;
     for (int n = 0; n < x->g->n_nodes; n++) {
         const slim__node *nd = &x->g->nodes[n];
-        if (!x->need[n] || xp_op_emitter(nd->d->name))
+        if (!x->need[n] || xp_op_emitter(g_reg(x), nd->d->name))
             continue;
         if (n_bad++ < 8 && len < sizeof list)
-            len += (size_t)snprintf(list + len, sizeof list - len, "%s%s '%s'", n_bad > 1 ? ", " : "",
-                                    nd->d->name, nd->name);
+            len += (size_t)snprintf(list + len, sizeof list - len, "%s%s '%s'",
+                                    n_bad > 1 ? ", " : "", nd->d->name, nd->name);
     }
     if (!n_bad)
         return SLIM_OK;
@@ -531,7 +562,7 @@ static slim_status check_ops(xp_ex *x)
         snprintf(more, sizeof more, " and %d more", n_bad - 8);
     return xp_fail(x, SLIM_EUNSUPPORTED,
                    "%d node%s ha%s no ONNX counterpart: %s%s (an op plugin can declare the ONNX "
-                   "op type it implements: see docs/plugins.md)",
+                   "op type its op implements: see \"Writing an op plugin\" in README.md)",
                    n_bad, n_bad > 1 ? "s" : "", n_bad > 1 ? "ve" : "s", list, more);
 }
 
@@ -562,8 +593,8 @@ static slim_status build(xp_ex *x, Onnx__ModelProto *m)
     if (g->tensors[input].d.dtype != SLIM_F32 || is->rank < 1)
         return xp_fail(x, SLIM_ETYPE, "the input '%s' is not an f32 batch", in_name);
     if (o->input_nchw && is->rank != 4)
-        return xp_fail(x, SLIM_ESHAPE, "an NCHW input needs a 4-D input; '%s' has rank %d",
-                       in_name, is->rank);
+        return xp_fail(x, SLIM_ESHAPE, "an NCHW input needs a 4-D input; '%s' has rank %d", in_name,
+                       is->rank);
     x->batch = is->dim[0];
     for (; n_out < 4 && o->outputs[n_out]; n_out++) {
         if (slim_graph_find(g, o->outputs[n_out], &outs[n_out]))
@@ -596,7 +627,7 @@ static slim_status build(xp_ex *x, Onnx__ModelProto *m)
         if (!x->need[n] || x->fold[n] == -2)
             continue;
         x->at = &g->nodes[n];
-        xp_op_emitter(g->nodes[n].d->name)(x, n);
+        xp_op_emitter(g_reg(x), g->nodes[n].d->name)(x, n);
     }
     x->at = NULL;
 
@@ -619,7 +650,7 @@ static slim_status build(xp_ex *x, Onnx__ModelProto *m)
 
     Onnx__GraphProto *gp = xp_alloc(x, sizeof *gp);
     Onnx__OperatorSetIdProto *os = xp_alloc(x, sizeof *os);
-    Onnx__OperatorSetIdProto **osl = xp_alloc(x, sizeof *osl);
+    Onnx__OperatorSetIdProto **osl = xp_alloc(x, (size_t)(1 + x->n_domains) * sizeof *osl);
     Onnx__ValueInfoProto **vinl = xp_alloc(x, sizeof *vinl);
     if (!gp || !os || !osl || !vinl || !vin)
         return x->st ? x->st : xp_fail(x, SLIM_ENOMEM, "out of memory");
@@ -639,10 +670,20 @@ static slim_status build(xp_ex *x, Onnx__ModelProto *m)
     os->has_version = true;
     os->version = x->opset;
     osl[0] = os;
+    for (int i = 0; i < x->n_domains; i++) {
+        Onnx__OperatorSetIdProto *d = xp_alloc(x, sizeof *d);
+        if (!d)
+            return x->st;
+        onnx__operator_set_id_proto__init(d);
+        d->domain = (char *)x->domains[i];
+        d->has_version = true;
+        d->version = 1;
+        osl[1 + i] = d;
+    }
     m->has_ir_version = true;
     m->ir_version = ir_version(x->opset);
     m->opset_import = osl;
-    m->n_opset_import = 1;
+    m->n_opset_import = (size_t)(1 + x->n_domains);
     m->producer_name = xp_strdup(x, "slim");
     m->producer_version = xp_strdup(x, slim_version());
     if (o->doc)
@@ -651,8 +692,8 @@ static slim_status build(xp_ex *x, Onnx__ModelProto *m)
     return x->st;
 }
 
-slim_status slim__onnx_export(const slim_graph *g, const slim__onnx_export_opts *o,
-                              uint8_t **buf, size_t *len, slim_error *err)
+slim_status slim__onnx_export(const slim_graph *g, const slim__onnx_export_opts *o, uint8_t **buf,
+                              size_t *len, slim_error *err)
 {
     *buf = NULL;
     *len = 0;

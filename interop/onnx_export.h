@@ -44,22 +44,22 @@
 #define SLIM__ONNX_EXPORT_MAX_OPSET 21
 
 typedef struct slim__onnx_export_opts {
-    int opset;             /* 13..21; 0 = 13 */
-    bool dynamic_batch;    /* the batch dimension as the symbol "N" */
-    bool fold_batch_norm;  /* into the conv / fully_connected before it where possible */
-    bool input_nchw;       /* the ONNX input is (N,C,H,W); otherwise slim's (N,H,W,C) */
-    const char *input;     /* the graph input to export ("images") */
+    int opset;            /* 13..21; 0 = 13 */
+    bool dynamic_batch;   /* the batch dimension as the symbol "N" */
+    bool fold_batch_norm; /* into the conv / fully_connected before it where possible */
+    bool input_nchw;      /* the ONNX input is (N,C,H,W); otherwise slim's (N,H,W,C) */
+    const char *input;    /* the graph input to export ("images") */
     /* the graph tensors that become the ONNX outputs, and their ONNX names
      * (logits -> "logits", predictions -> "probabilities"); NULL ends early */
     const char *outputs[4];
     const char *output_names[4];
-    const char *graph_name;  /* the ONNX graph's name (the model's); NULL: "slim" */
-    const char *doc;         /* the model's doc_string (where it came from); may be NULL */
+    const char *graph_name; /* the ONNX graph's name (the model's); NULL: "slim" */
+    const char *doc;        /* the model's doc_string (where it came from); may be NULL */
 } slim__onnx_export_opts;
 
 /* g's inference graph as a serialized ONNX ModelProto (malloc'd, *len bytes). */
-slim_status slim__onnx_export(const slim_graph *g, const slim__onnx_export_opts *o,
-                              uint8_t **buf, size_t *len, slim_error *err);
+slim_status slim__onnx_export(const slim_graph *g, const slim__onnx_export_opts *o, uint8_t **buf,
+                              size_t *len, slim_error *err);
 /* The same, written to path (streamed: no second copy of the weights in memory). */
 slim_status slim__onnx_export_file(const slim_graph *g, const slim__onnx_export_opts *o,
                                    const char *path, slim_error *err);

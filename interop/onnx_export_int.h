@@ -30,7 +30,7 @@ typedef struct xp_ex {
     int opset;
     int64_t batch; /* the graph's batch (dimension 0 of the input) */
     slim_error *err;
-    slim_status st; /* the first error */
+    slim_status st;       /* the first error */
     const slim__node *at; /* the node being exported (for messages) */
 
     void **mem; /* every allocation, freed together */
@@ -50,6 +50,8 @@ typedef struct xp_ex {
     int *uses;             /* consumers among the needed nodes (+1 for an output) */
     /* per node */
     bool *need;
+    const char *domains[8]; /* other op set domains the nodes use */
+    int n_domains;
     int *fold; /* conv2d / fully_connected: the batch_norm folded into it; batch_norm:
                 * -2 when folded away; -1 otherwise */
 } xp_ex;
@@ -73,12 +75,15 @@ void xp_attr_int(xp_ex *x, Onnx__NodeProto *n, const char *key, int64_t v);
 void xp_attr_float(xp_ex *x, Onnx__NodeProto *n, const char *key, float v);
 void xp_attr_ints(xp_ex *x, Onnx__NodeProto *n, const char *key, const int64_t *v, int k);
 void xp_attr_str(xp_ex *x, Onnx__NodeProto *n, const char *key, const char *v);
+void xp_attr_floats(xp_ex *x, Onnx__NodeProto *n, const char *key, const double *v, int k);
+/* A node of another domain than ONNX's: the model imports it (version 1). */
+void xp_use_domain(xp_ex *x, const char *domain);
 
 /* ---- initializers ---------------------------------------------------------------------- */
 /* Named as xp_name(base, what). f32 values of dims; data is copied unless keep (then it
  * must outlive the export). */
-const char *xp_init_f32(xp_ex *x, const char *base, const char *what, int rank,
-                        const int64_t *dim, const float *data, bool keep);
+const char *xp_init_f32(xp_ex *x, const char *base, const char *what, int rank, const int64_t *dim,
+                        const float *data, bool keep);
 const char *xp_init_i64(xp_ex *x, const char *base, const char *what, int n, const int64_t *v);
 const char *xp_scalar_f32(xp_ex *x, const char *base, const char *what, float v);
 
@@ -99,8 +104,9 @@ bool xp_cf_is_flat(const slim_shape *s);
 
 /* ---- the op table (onnx_export_ops.c) -------------------------------------------------- */
 typedef slim_status (*xp_emit_fn)(xp_ex *x, int node);
-/* The exporter of a slim op kind, or NULL when it has none. */
-xp_emit_fn xp_op_emitter(const char *op);
+/* The exporter of a slim op kind (a plugin's that declared an ONNX op type too), or NULL
+ * when it has none. */
+xp_emit_fn xp_op_emitter(const slim_registry *reg, const char *op);
 /* Whether node n (a batch_norm) can be folded into its input's producer; sets x->fold. */
 void xp_plan_fold(xp_ex *x, int n);
 

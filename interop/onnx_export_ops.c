@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "engine/attrs.h"
+#include "engine/registry.h"
 #include "interop/onnx_export_int.h"
 
 #define NODE(n) (&x->g->nodes[n])
@@ -446,9 +447,9 @@ static slim_status emit_unary(xp_ex *x, int n)
         v = step(x, "Mul", nm, op, m, 2, NULL);
     } else if (!strcmp(op, "gelu") && x->opset >= 20) {
         v = step(x, "Gelu", nm, op, &in, 1, NULL);
-    } else if (!strcmp(op, "gelu")) { /* x (1 + erf(x / sqrt 2)) / 2 */
-        const char *d[2] = {in, scalar(x, (float)M_SQRT1_2)};
-        const char *e = step(x, "Mul", nm, "scaled", d, 2, NULL);
+    } else if (!strcmp(op, "gelu")) { /* x (1 + erf(x / sqrt 2)) / 2, as PyTorch writes it */
+        const char *d[2] = {in, scalar(x, (float)M_SQRT2)};
+        const char *e = step(x, "Div", nm, "scaled", d, 2, NULL);
         e = step(x, "Erf", nm, "erf", &e, 1, NULL);
         const char *a[2] = {e, scalar(x, 1)};
         e = step(x, "Add", nm, "one_plus", a, 2, NULL);
@@ -555,7 +556,7 @@ static slim_status emit_pad(xp_ex *x, int n)
     if (a_ints(nd, "paddings", &pv) != 2 * rank)
         return xp_fail(x, SLIM_EINVAL, "paddings has not 2 values per axis");
     const char *mode = a_str(nd, "mode");
-    const char *om = !strcmp(mode, "CONSTANT") ? "constant"
+    const char *om = !strcmp(mode, "CONSTANT")  ? "constant"
                      : !strcmp(mode, "REFLECT") ? "reflect"
                      : !strcmp(mode, "EDGE")    ? "edge"
                                                 : NULL;
@@ -617,7 +618,8 @@ static slim_status emit_reshape(xp_ex *x, int n)
         if (need_batch_axis(x, nd, adapts, "reshapes"))
             return x->st;
     }
-    const char *in[2] = {flat_input(x, nd->in[0]), xp_init_i64(x, nd->name, "shape", os->rank, dim)};
+    const char *in[2] = {flat_input(x, nd->in[0]),
+                         xp_init_i64(x, nd->name, "shape", os->rank, dim)};
     const char *v = step(x, "Reshape", nd->name, "reshape", in, 2, NULL);
     return finish(x, nd->out[0], XL_SAME, v);
 }
@@ -738,8 +740,15 @@ static slim_status emit_transpose(xp_ex *x, int n)
         return x->st;
     const char *in = xp_get_any(x, nd->in[0], &l);
     int64_t perm[SLIM_MAX_DIMS];
-    for (int i = 0; i < np; i++) /* from the NCHW value: slim axis a is ONNX axis xl_pos[a] */
+    bool same = true;
+    for (int i = 0; i < np; i++) { /* from the NCHW value: slim axis a is ONNX axis xl_pos[a] */
         perm[i] = l == XL_CF ? xl_pos[pv[i]] : pv[i];
+        same = same && perm[i] == i;
+    }
+    if (same) { /* NHWC -> NCHW of a channels-first value: the value itself */
+        x->val[nd->out[0]][XL_SAME] = in;
+        return x->st;
+    }
     Onnx__NodeProto *tn;
     const char *v = step(x, "Transpose", nd->name, "transpose", &in, 1, &tn);
     xp_attr_ints(x, tn, "perm", perm, np);
@@ -780,8 +789,7 @@ static slim_status emit_slice(xp_ex *x, int n)
 
 /* ---- matmul, layer norm ------------------------------------------------------------------ */
 
-static const char *swap_last(xp_ex *x, const char *base, const char *what, const char *v,
-                             int rank)
+static const char *swap_last(xp_ex *x, const char *base, const char *what, const char *v, int rank)
 {
     int64_t perm[SLIM_MAX_DIMS];
     for (int i = 0; i < rank; i++)
@@ -801,8 +809,7 @@ static slim_status emit_matmul(xp_ex *x, int n)
     for (int i = 0; i < 2; i++) {
         in[i] = xp_get(x, nd->in[i], XL_SAME);
         if (a_int(nd, i ? "transpose_b" : "transpose_a"))
-            in[i] = swap_last(x, nd->name, i ? "b_t" : "a_t", in[i],
-                              xp_shape(x, nd->in[i])->rank);
+            in[i] = swap_last(x, nd->name, i ? "b_t" : "a_t", in[i], xp_shape(x, nd->in[i])->rank);
     }
     const char *v = step(x, "MatMul", nd->name, "matmul", in, 2, NULL);
     double alpha = a_float(nd, "alpha");
@@ -820,40 +827,85 @@ static slim_status emit_layer_norm(xp_ex *x, int n)
     const char *xv = xp_get(x, nd->in[0], XL_SAME), *gv = xp_get(x, nd->in[1], XL_SAME),
                *bv = xp_get(x, nd->in[2], XL_SAME);
     const char *nm = nd->name;
+    bool stats = x->uses[nd->out[1]] || x->uses[nd->out[2]]; /* the mean, 1 / deviation */
     if (x->opset >= 17) {
         const char *in[3] = {xv, gv, bv};
-        const char *out[3] = {xp_out(x, nd->out[0], XL_SAME), xp_out(x, nd->out[1], XL_SAME),
-                              xp_out(x, nd->out[2], XL_SAME)};
-        Onnx__NodeProto *ln = xp_node(x, "LayerNormalization", nm, in, 3, out, 3);
+        const char *out[3] = {xp_out(x, nd->out[0], XL_SAME), "", ""};
+        for (int k = 1; stats && k < 3; k++)
+            out[k] = xp_out(x, nd->out[k], XL_SAME);
+        Onnx__NodeProto *ln = xp_node(x, "LayerNormalization", nm, in, 3, out, stats ? 3 : 1);
         xp_attr_int(x, ln, "axis", -1);
         xp_attr_float(x, ln, "epsilon", eps);
         return x->st;
     }
-    /* mean, d = x - mean, rstd = 1 / sqrt(mean(d^2) + eps), y = d rstd gamma + beta */
+    /* as PyTorch writes it: mean, d = x - mean, std = sqrt(mean(d^2) + eps), d / std * gamma +
+     * beta (what slim's import folds back into one layer_norm) */
     static const int64_t last = -1;
     Onnx__NodeProto *rn;
     const char *mean = step(x, "ReduceMean", nm, "mean", &xv, 1, &rn);
     xp_attr_ints(x, rn, "axes", &last, 1);
+    xp_attr_int(x, rn, "keepdims", 1);
     const char *s[2] = {xv, mean};
     const char *d = step(x, "Sub", nm, "centered", s, 2, NULL);
-    const char *sq[2] = {d, d};
-    const char *d2 = step(x, "Mul", nm, "squared", sq, 2, NULL);
+    const char *sq[2] = {d, scalar(x, 2)};
+    const char *d2 = step(x, "Pow", nm, "squared", sq, 2, NULL);
     const char *var = step(x, "ReduceMean", nm, "variance", &d2, 1, &rn);
     xp_attr_ints(x, rn, "axes", &last, 1);
+    xp_attr_int(x, rn, "keepdims", 1);
     const char *ve[2] = {var, scalar(x, eps)};
     const char *r = step(x, "Add", nm, "var_eps", ve, 2, NULL);
-    r = step(x, "Sqrt", nm, "std", &r, 1, NULL);
-    const char *rstd = step(x, "Reciprocal", nm, "rstd", &r, 1, NULL);
-    const char *m1[2] = {d, rstd};
-    const char *y = step(x, "Mul", nm, "normalized", m1, 2, NULL);
+    const char *sd = step(x, "Sqrt", nm, "std", &r, 1, NULL);
+    const char *dv[2] = {d, sd};
+    const char *y = step(x, "Div", nm, "normalized", dv, 2, NULL);
     const char *m2[2] = {y, gv};
     y = step(x, "Mul", nm, "scaled", m2, 2, NULL);
     const char *a[2] = {y, bv};
     y = step(x, "Add", nm, "shifted", a, 2, NULL);
-    if (finish(x, nd->out[0], XL_SAME, y))
+    if (finish(x, nd->out[0], XL_SAME, y) || !stats)
         return x->st;
     x->val[nd->out[1]][XL_SAME] = mean;
-    x->val[nd->out[2]][XL_SAME] = rstd;
+    x->val[nd->out[2]][XL_SAME] = step(x, "Reciprocal", nm, "rstd", &sd, 1, NULL);
+    return x->st;
+}
+
+/* ---- plugin ops ---------------------------------------------------------------------------- */
+
+/* An op whose plugin declared the ONNX op type it implements ("Type" or "domain:Type"):
+ * that node, on the inputs in slim's layout, with the op's attributes under their names. */
+static slim_status emit_plugin(xp_ex *x, int n)
+{
+    const slim__node *nd = NODE(n);
+    const char *type = slim__registry_onnx_type(x->g->reg, nd->d->name);
+    if (!type)
+        return xp_fail(x, SLIM_EINTERNAL, "no ONNX op type declared");
+    const char *colon = strrchr(type, ':');
+    const char *in[SLIM_MAX_INPUTS], *out[SLIM__MAX_OUTPUTS];
+    for (int i = 0; i < nd->n_in; i++)
+        in[i] = xp_get(x, nd->in[i], XL_SAME);
+    for (int k = 0; k < nd->n_out; k++)
+        out[k] = xp_out(x, nd->out[k], XL_SAME);
+    Onnx__NodeProto *on =
+        xp_node(x, colon ? colon + 1 : type, nd->name, in, nd->n_in, out, nd->n_out);
+    if (on && colon) {
+        char dom[256];
+        snprintf(dom, sizeof dom, "%.*s", (int)(colon - type), type);
+        on->domain = xp_strdup(x, dom);
+        xp_use_domain(x, dom);
+    }
+    for (int i = 0; on && i < nd->d->n_attrs; i++) {
+        const slim_attr_spec *sp = &nd->d->attrs[i];
+        const slim__attr_value *v = &nd->attrs.values[i];
+        if (sp->type == SLIM_ATTR_INT || sp->type == SLIM_ATTR_BOOL)
+            xp_attr_int(x, on, sp->name, v->ints[0]);
+        else if (sp->type == SLIM_ATTR_FLOAT)
+            xp_attr_float(x, on, sp->name, (float)v->floats[0]);
+        else if (sp->type == SLIM_ATTR_STRING)
+            xp_attr_str(x, on, sp->name, v->str ? v->str : "");
+        else if (sp->type == SLIM_ATTR_INTS)
+            xp_attr_ints(x, on, sp->name, v->ints, v->n);
+        else if (sp->type == SLIM_ATTR_FLOATS)
+            xp_attr_floats(x, on, sp->name, v->floats, v->n);
+    }
     return x->st;
 }
 
@@ -899,10 +951,10 @@ static const struct {
     {"layer_norm", emit_layer_norm},
 };
 
-xp_emit_fn xp_op_emitter(const char *op)
+xp_emit_fn xp_op_emitter(const slim_registry *reg, const char *op)
 {
     for (size_t i = 0; i < sizeof table / sizeof table[0]; i++)
         if (!strcmp(table[i].op, op))
             return table[i].fn;
-    return NULL;
+    return slim__registry_onnx_type(reg, op) ? emit_plugin : NULL;
 }

@@ -196,8 +196,7 @@ static int export_main(int argc, char **argv)
     printf("wrote %s: %s, opset %d, images (%s,%lld,%lld,%lld) %s -> logits and probabilities "
            "(%s,%d)\n",
            c.output, mi->name, eo.opset, N, (long long)(eo.input_nchw ? C : S), (long long)S,
-           (long long)(eo.input_nchw ? S : C), eo.input_nchw ? "NCHW" : "NHWC", N,
-           mi->num_classes);
+           (long long)(eo.input_nchw ? S : C), eo.input_nchw ? "NCHW" : "NHWC", N, mi->num_classes);
     rc = 0;
     goto done;
 fail:

@@ -13,6 +13,7 @@ FUZZ_HARNESSES = \
 	tests/fuzz/jpeg_transcode.c \
 	tests/fuzz/npy.c \
 	tests/fuzz/onnx.c \
+	tests/fuzz/onnx_export.c \
 	tests/fuzz/pipeline.c \
 	tests/fuzz/png.c \
 	tests/fuzz/png_crc.c \

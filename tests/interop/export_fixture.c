@@ -14,6 +14,9 @@
  *       |got - want| <= TOL * max |want| everywhere (want softmaxed over its
  *       last axis first with softmax); prints the largest difference.
  *   export_fixture ops FILE.onnx                    each op type and its count
+ *   export_fixture graphs DIR                       graphs using every op the exporter
+ *       maps, exported, with inputs and slim's logits (export_graphs.c)
+ *   export_fixture unsupported                      the error for ops ONNX lacks
  */
 #include <slim/model.h>
 
@@ -241,8 +244,15 @@ static int ops(char **argv)
     return 0;
 }
 
+int export_graphs(const char *dir); /* export_graphs.c */
+int export_unsupported(void);
+
 int main(int argc, char **argv)
 {
+    if (argc == 2 && !strcmp(argv[1], "unsupported"))
+        return export_unsupported();
+    if (argc == 3 && !strcmp(argv[1], "graphs"))
+        return export_graphs(argv[2]);
     if (argc == 3 && !strcmp(argv[1], "ops"))
         return ops(argv);
     if (argc >= 4 && !strcmp(argv[1], "ckpt"))
@@ -254,6 +264,7 @@ int main(int argc, char **argv)
     if (argc >= 5 && !strcmp(argv[1], "compare"))
         return compare(argc, argv);
     fprintf(stderr, "usage: export_fixture ckpt MODEL DIR [--ema] [NAME=VALUE...] | input N D1 D2 "
-                    "D3 OUT.npy SEED | nchw IN OUT | compare GOT WANT TOL [softmax] | ops FILE.onnx\n");
+                    "D3 OUT.npy SEED | nchw IN OUT | compare GOT WANT TOL [softmax] | ops "
+                    "FILE.onnx | graphs DIR | unsupported\n");
     return 2;
 }

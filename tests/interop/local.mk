@@ -62,7 +62,8 @@ EXTRA_DIST += tests/interop/torch_export.py tests/interop/coverage.py \
 # and imported back (slimrun import), against slimrun predict's logits.
 # export_fixture writes the checkpoints and inputs it uses and compares .npy files.
 check_PROGRAMS += tests/interop/export_fixture
-tests_interop_export_fixture_SOURCES = tests/interop/export_fixture.c
+tests_interop_export_fixture_SOURCES = tests/interop/export_fixture.c \
+	tests/interop/export_graphs.c
 tests_interop_export_fixture_LDADD = libslim_core.la -lm
 TESTS += tests/interop/test_onnx_export.sh
 EXTRA_DIST += tests/interop/test_onnx_export.sh tests/interop/ort_run.js

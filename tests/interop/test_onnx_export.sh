@@ -130,6 +130,59 @@ round_trip resnet_v2_50 nchw
 zoo inception_v2 96 3
 export_ort inception_v2 96 dyn
 
+# Graphs built in C that use every op the exporter maps (tests/interop/export_graphs.c):
+# ONNX Runtime at opsets 13, 17 and 20 and a dynamic batch; imported back
+mkdir -p "$T/graphs"
+if check "graphs using every mapped op: built, run and exported" "$FIX" graphs "$T/graphs"; then
+    for g in conv act shape; do
+        for v in 13 17 20 dyn; do
+            f=$T/graphs/$g-$v.onnx
+            if [ -n "$ort" ]; then
+                check "graph $g-$v: ONNX Runtime gives slim's logits" sh -c "
+                    node '$ORT_RUN' '$f' '$T/graphs/$g.x.npy' '$T/graphs/ort' &&
+                    '$FIX' compare '$T/graphs/ort.logits.npy' '$T/graphs/$g.ref.npy' 1e-4"
+            else
+                skip "graph $g-$v: ONNX Runtime gives slim's logits" "$why_no_ort"
+            fi
+            [ $v = dyn ] && continue
+            check "graph $g-$v: imported back (predict --model=$g-$v.onnx), slim's logits" sh -c "
+                '$SLIMRUN' predict --model='$f' --input_npy='$T/graphs/$g.x.npy' \
+                    --output_npy='$T/graphs/rt.npy' &&
+                '$FIX' compare '$T/graphs/rt.npy' '$T/graphs/$g.ref.npy' 1e-4"
+        done
+    done
+fi
+
+# A plugin op that declared its ONNX op type (plugins/swish.c: Swish) is written as it
+swish=$(cd "$top_builddir" && pwd)/plugins/.libs/swish.so
+if [ -f "$swish" ]; then
+    mkdir -p "$T/swish"
+    cat > "$T/swish.yaml" << EOF
+name: sw
+num_classes: 4
+image_size: 8
+channels: 3
+plugins: [$swish]
+layers:
+  - conv2d: {name: conv, num_outputs: 6, kernel_size: 3, activation: {swish: {beta: 1.5}}}
+  - global_avg_pool: {name: pool, keep_dims: false}
+  - fully_connected: {name: fc, num_outputs: 4, activation: none}
+EOF
+    check "a plugin op with an ONNX op type: a Swish node, imported back with the plugin" sh -c "
+        '$FIX' ckpt '$T/swish.yaml' '$T/swish' && '$FIX' input 2 8 8 3 '$T/swish/x.npy' 3 &&
+        '$FIX' nchw '$T/swish/x.npy' '$T/swish/x_nchw.npy' &&
+        '$SLIMRUN' predict --model='$T/swish.yaml' --checkpoint_path='$T/swish' \
+            --input_npy='$T/swish/x.npy' --output_npy='$T/swish/ref.npy' &&
+        '$SLIMRUN' export --model='$T/swish.yaml' --checkpoint_path='$T/swish' --batch=2 \
+            --input_layout=NCHW --output='$T/swish/m.onnx' &&
+        '$FIX' ops '$T/swish/m.onnx' | grep -q '^Swish 1$' &&
+        '$SLIMRUN' predict --model='$T/swish/m.onnx' --plugin='$swish' \
+            --input_npy='$T/swish/x_nchw.npy' --output_npy='$T/swish/rt.npy' &&
+        '$FIX' compare '$T/swish/rt.npy' '$T/swish/ref.npy' 1e-4"
+else
+    skip "a plugin op with an ONNX op type: a Swish node" "$swish not built"
+fi
+
 # Imported torchvision models, exported again, against PyTorch's logits
 # torch_model NAME OPSET REF_BATCH [FLAGS...]
 torch_model() {
@@ -174,6 +227,9 @@ check "a pad mode ONNX lacks: the error names the op, the node and the mode" sh 
         --output='$T/sym/m.onnx' 2> '$T/sym/err' &&
     grep -q \"pad 'sym/mirror': pad mode SYMMETRIC has no ONNX counterpart\" '$T/sym/err' &&
     test ! -e '$T/sym/m.onnx'"
+check "ops ONNX lacks: one error lists every node (op and name), SLIM_EUNSUPPORTED" sh -c "
+    '$FIX' unsupported > '$T/unsup' &&
+    grep -q \"2 nodes have no ONNX counterpart: l2_loss 'l2', softmax_cross_entropy 'xent'\" '$T/unsup'"
 check "--opset=12 is refused, naming the opsets written" sh -c "
     ! '$SLIMRUN' export --model=lenet --checkpoint_path='$T/lenet' --output='$T/x.onnx' \
         --opset=12 2> '$T/err' && grep -q 'opset 12: slim writes opsets 13 to 21' '$T/err'"
