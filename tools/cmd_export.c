@@ -141,21 +141,22 @@ static int export_main(int argc, char **argv)
     slim_registry *reg = NULL;
     slim_model *m = NULL;
     int rc = 1;
-    /* the checkpoint: slim's newest in a train_dir; its header gives the class count */
+    /* the checkpoint: slim's newest in a train_dir, verified, its header giving the class
+     * count; anything else (a TensorFlow checkpoint, where the restore reads them) goes to
+     * the restore as given, which says what is wrong with it */
     char ckpt[1024] = "";
     slim_checkpoint_info info = {0};
     if (c.checkpoint_path) {
         struct stat sb;
+        slim_error ve = {0};
         snprintf(ckpt, sizeof ckpt, "%s", c.checkpoint_path);
-        if (stat(c.checkpoint_path, &sb) != 0) {
-            fprintf(stderr, "slimrun export: %s: %s\n", c.checkpoint_path, strerror(errno));
-            return 1;
+        bool dir = stat(c.checkpoint_path, &sb) == 0 && S_ISDIR(sb.st_mode);
+        if (dir && slim_checkpoint_latest(c.checkpoint_path, ckpt, sizeof ckpt, NULL, 0, &ve))
+            snprintf(ckpt, sizeof ckpt, "%s", c.checkpoint_path);
+        else if (slim_checkpoint_verify(ckpt, &info, &ve) && ends_with(ckpt, ".slimckpt")) {
+            e = ve;
+            goto fail;
         }
-        if (S_ISDIR(sb.st_mode) &&
-            slim_checkpoint_latest(c.checkpoint_path, ckpt, sizeof ckpt, NULL, 0, &e))
-            goto fail;
-        if (slim_checkpoint_verify(ckpt, &info, &e))
-            goto fail;
     }
     char path[1024];
     slim_model_opts mo = {.batch_size = batch,

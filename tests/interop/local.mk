@@ -66,4 +66,5 @@ tests_interop_export_fixture_SOURCES = tests/interop/export_fixture.c \
 	tests/interop/export_graphs.c
 tests_interop_export_fixture_LDADD = libslim_core.la -lm
 TESTS += tests/interop/test_onnx_export.sh
-EXTRA_DIST += tests/interop/test_onnx_export.sh tests/interop/ort_run.js
+EXTRA_DIST += tests/interop/test_onnx_export.sh tests/interop/ort_run.js \
+	tests/interop/export_zoo.sh
