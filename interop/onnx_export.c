@@ -204,7 +204,8 @@ void xp_attr_ints(xp_ex *x, Onnx__NodeProto *n, const char *key, const int64_t *
     Onnx__AttributeProto *a = attr(x, n, key, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS);
     int64_t *d = a ? xp_alloc(x, (size_t)(k ? k : 1) * sizeof *d) : NULL;
     if (d) {
-        memcpy(d, v, (size_t)k * sizeof *d);
+        if (k)
+            memcpy(d, v, (size_t)k * sizeof *d);
         a->ints = d;
         a->n_ints = (size_t)k;
     }
@@ -264,7 +265,8 @@ static Onnx__TensorProto *new_init(xp_ex *x, const char *base, const char *what,
     if (!t || !d || !nm)
         return NULL;
     onnx__tensor_proto__init(t);
-    memcpy(d, dim, (size_t)rank * sizeof *d);
+    if (rank) /* a scalar's dims may be NULL */
+        memcpy(d, dim, (size_t)rank * sizeof *d);
     t->dims = d;
     t->n_dims = (size_t)rank;
     t->has_data_type = true;

@@ -8,6 +8,7 @@
  * sqrt(moving_var + eps), shift = beta - moving_mean * scale.
  */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -167,6 +168,18 @@ static void spatial_attrs(xp_ex *x, Onnx__NodeProto *on, const slim__node *nd, c
     xp_attr_ints(x, on, "pads", pads, 4);
 }
 
+/* The folded biases' name: the layer's own biases', else NODE/biases (TF-Slim's name). */
+static const char *bias_name(xp_ex *x, const slim__node *nd, slim_tid bt)
+{
+    if (bt >= 0)
+        return x->g->tensors[bt].name;
+    size_t n = strlen(nd->name) + 8;
+    char *s = xp_alloc(x, n);
+    if (s)
+        snprintf(s, n, "%s/biases", nd->name);
+    return s ? s : nd->name;
+}
+
 /* ---- convolution, fully connected, batch norm ------------------------------------------ */
 
 static slim_status emit_conv(xp_ex *x, int n)
@@ -217,9 +230,7 @@ static slim_status emit_conv(xp_ex *x, int n)
         float *fb = xp_alloc(x, (size_t)O * sizeof *fb);
         for (int64_t o = 0; fb && o < O; o++)
             fb[o] = (b ? b[o] : 0.0f) * scale[o] + shift[o];
-        in[2] = fb ? xp_init_f32(x, bt >= 0 ? x->g->tensors[bt].name : nd->name,
-                                 bt >= 0 ? NULL : "biases", 1, &O, fb, true)
-                   : NULL;
+        in[2] = fb ? xp_init_f32(x, bias_name(x, nd, bt), NULL, 1, &O, fb, true) : NULL;
     } else if (bt >= 0) {
         in[2] = xp_get(x, bt, XL_SAME);
     }
@@ -285,9 +296,7 @@ static slim_status emit_fc(xp_ex *x, int n)
             fb[o] = (b ? b[o] : 0.0f) * scale[o] + shift[o];
         int64_t dim[2] = {K, O};
         in[1] = d ? xp_init_f32(x, x->g->tensors[wt].name, NULL, 2, dim, d, true) : NULL;
-        in[2] = fb ? xp_init_f32(x, bt >= 0 ? x->g->tensors[bt].name : nd->name,
-                                 bt >= 0 ? NULL : "biases", 1, &O, fb, true)
-                   : NULL;
+        in[2] = fb ? xp_init_f32(x, bias_name(x, nd, bt), NULL, 1, &O, fb, true) : NULL;
     } else {
         in[1] = xp_get(x, wt, XL_SAME);
         in[2] = bt >= 0 ? xp_get(x, bt, XL_SAME) : NULL;
@@ -609,7 +618,7 @@ static slim_status emit_reshape(xp_ex *x, int n)
          * batch size written out becomes 0 where it is the input's first dimension */
         const int64_t *sv;
         bool adapts = false;
-        if (a_ints(nd, "shape", &sv) == os->rank)
+        if (os->rank > 0 && a_ints(nd, "shape", &sv) == os->rank)
             memcpy(dim, sv, (size_t)os->rank * sizeof *dim);
         if (os->rank > 0 && dim[0] == x->batch && is->rank > 0 && is->dim[0] == x->batch)
             dim[0] = 0;
