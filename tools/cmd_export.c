@@ -26,7 +26,8 @@ extern const slim_command slim_cmd_export;
 
 typedef struct export_cli {
     const char *model, *model_name, *checkpoint_path, *output, *format, *batch, *input_layout;
-    const char *use_ema, *fold_batch_norm;
+    const char *use_ema;
+    bool fold_batch_norm;
     int opset, num_classes, image_size;
     const char *const *plugins;
     int n_plugins;
@@ -36,7 +37,8 @@ typedef struct export_cli {
 
 #define X(f) offsetof(export_cli, f)
 static const flag_def export_flags[] = {
-    {"model", FLAG_STR, X(model), 0, "a model file (.yaml), an .onnx file or a zoo name"},
+    {"model", FLAG_STR, X(model), 0,
+     "a model file (.yaml), an .onnx file or a zoo name (default: the one the checkpoint names)"},
     {"model_name", FLAG_STR, X(model_name), 0, "a zoo model (instead of --model)"},
     {"checkpoint_path", FLAG_STR, X(checkpoint_path), 0,
      "a checkpoint file or a train_dir (its newest); needed unless --model is .onnx"},
@@ -48,14 +50,15 @@ static const flag_def export_flags[] = {
     {"input_layout", FLAG_STR, X(input_layout), 0,
      "NCHW or NHWC: the ONNX input's layout (default: what predict --input_npy takes: NHWC, or "
      "NCHW for a model with input_layout: NCHW)"},
-    {"fold_batch_norm", FLAG_STR, X(fold_batch_norm), 0,
-     "true: batch norm folded into the layer before it where possible; false: kept as "
-     "BatchNormalization (true)"},
+    {"fold_batch_norm", FLAG_BOOL, X(fold_batch_norm), 0,
+     "batch norm folded into the layer before it where possible (true); false: kept as "
+     "BatchNormalization nodes"},
     {"use_ema", FLAG_STR, X(use_ema), 0, "moving-average weights: auto, true, false (auto)"},
     {"num_classes", FLAG_INT, X(num_classes), 0, "classes of the head (default: the checkpoint's)"},
-    {"image_size", FLAG_INT, X(image_size), 0, "input size (default: the model's)"},
+    {"image_size", FLAG_INT, X(image_size), 0,
+     "input size (default: the checkpoint's --train_image_size, else the model's)"},
     {"set", FLAG_LIST, X(defines), X(n_defines),
-     "NAME=VALUE: override a var: of the model (depth_multiplier=0.5); repeatable"},
+     "NAME=VALUE: override a var: of the model (default: the checkpoint's); repeatable"},
     {"plugin", FLAG_LIST, X(plugins), X(n_plugins), "load an op plugin first; repeatable"},
 };
 #define N_EXPORT_FLAGS ((int)(sizeof export_flags / sizeof export_flags[0]))
@@ -86,7 +89,7 @@ static int usage_error(const char *fmt, const char *arg)
 
 static int export_main(int argc, char **argv)
 {
-    export_cli c = {0};
+    export_cli c = {.fold_batch_norm = true};
     flags_result fr;
     memset(&fr, 0, sizeof fr);
     char err[1024];
@@ -95,9 +98,9 @@ static int export_main(int argc, char **argv)
         return 2;
     }
     const char *model = c.model ? c.model : c.model_name;
-    if (fr.help || fr.n_pos || !model || !c.output) {
+    if (fr.help || fr.n_pos || (!model && !c.checkpoint_path) || !c.output) {
         flags_usage(fr.help ? stdout : stderr,
-                    "usage: slimrun export --model=MODEL --checkpoint_path=CKPT "
+                    "usage: slimrun export [--model=MODEL] --checkpoint_path=CKPT "
                     "--output=FILE.onnx [FLAGS]\n\n"
                     "A trained model as an ONNX inference model: input images, outputs logits\n"
                     "and probabilities (softmax), dropout removed, batch norm folded or kept.\n"
@@ -119,8 +122,7 @@ static int export_main(int argc, char **argv)
                                c.batch);
         batch = (int)b;
     }
-    if (c.fold_batch_norm && !parse_bool(c.fold_batch_norm, &eo.fold_batch_norm))
-        return usage_error("--fold_batch_norm=%s: expected true or false", c.fold_batch_norm);
+    eo.fold_batch_norm = c.fold_batch_norm;
     if (c.input_layout && strcasecmp(c.input_layout, "NCHW") && strcasecmp(c.input_layout, "NHWC"))
         return usage_error("--input_layout=%s: expected NCHW or NHWC", c.input_layout);
     int use_ema = -1;
@@ -130,7 +132,7 @@ static int export_main(int argc, char **argv)
             return usage_error("--use_ema=%s: expected auto, true or false", c.use_ema);
         use_ema = v;
     }
-    bool onnx = ends_with(model, ".onnx");
+    bool onnx = model && ends_with(model, ".onnx");
     if (!c.checkpoint_path && !onnx) {
         fprintf(stderr, "slimrun export: --checkpoint_path is needed (only an .onnx model brings "
                         "its own weights)\n");
@@ -158,15 +160,36 @@ static int export_main(int argc, char **argv)
             goto fail;
         }
     }
+    if (!model && !info.model_name[0]) {
+        fprintf(stderr, "slimrun export: %s does not name its model: give --model\n", ckpt);
+        return 2;
+    }
+    /* the model as trained (as predict builds it): its --set overrides when it is the
+     * checkpoint's model, its image size */
+    bool same_model = !model || !strcmp(model, info.model_name);
+    char real[4096];
+    if (!same_model && realpath(model, real))
+        same_model = !strcmp(real, info.model_name);
+    if (!model)
+        model = info.model_name;
+    char *ckpt_defines[32];
+    const char *const *defines = c.defines;
+    int n_defines = c.n_defines;
+    if (!n_defines && same_model && info.defines[0]) {
+        for (char *save = NULL, *t = strtok_r(info.defines, "\n", &save); t && n_defines < 32;
+             t = strtok_r(NULL, "\n", &save))
+            ckpt_defines[n_defines++] = t;
+        defines = (const char *const *)ckpt_defines;
+    }
     char path[1024];
     slim_model_opts mo = {.batch_size = batch,
                           .num_classes = c.num_classes ? c.num_classes : info.num_classes,
-                          .image_size = c.image_size,
+                          .image_size = c.image_size ? c.image_size : info.image_size,
                           .weight_decay = -1,
                           .plugins = c.plugins,
                           .n_plugins = c.n_plugins,
-                          .defines = c.defines,
-                          .n_defines = c.n_defines};
+                          .defines = defines,
+                          .n_defines = n_defines};
     if (slim_registry_new(&reg, &e) || slim_model_find(model, path, sizeof path, &e) ||
         slim_model_load(reg, path, &mo, &m, &e))
         goto fail;

@@ -103,10 +103,13 @@ static int ckpt(int argc, char **argv)
             for (int64_t k = 0; k < n; k++)
                 avg[i][k] = 0.9f * d[k];
     }
+    /* the model as training records it: a zoo name, or a file's absolute path */
+    char real[4096];
+    const char *recorded = strchr(model, '/') && realpath(model, real) ? real : model;
     const slim_model_info *mi = slim_model_get_info(m);
     slim__rt_ckpt_state s = {.g = g,
                              .ema = avg,
-                             .model_name = mi->name,
+                             .model_name = recorded,
                              .optimizer = "",
                              .run_config = "",
                              .num_classes = mi->num_classes,

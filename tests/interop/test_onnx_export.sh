@@ -99,9 +99,21 @@ check "lenet: no Dropout, no Transpose but the NHWC input's" sh -c "
 export_ort lenet 28 b3 --batch=3
 export_ort lenet 28 nchw --input_layout=NCHW --opset=17
 round_trip lenet nchw
+check "lenet: without --model, the model the checkpoint names (the same file)" sh -c "
+    '$SLIMRUN' export --checkpoint_path='$T/lenet' --output='$T/lenet/named.onnx' &&
+    cmp '$T/lenet/named.onnx' '$T/lenet/dyn.onnx'"
 check "lenet: --use_ema=false exports other weights than predict's (the moving averages')" sh -c "
     '$SLIMRUN' export --model=lenet --checkpoint_path='$T/lenet' --output='$T/lenet/raw.onnx' \
         --use_ema=false && ! cmp -s '$T/lenet/raw.onnx' '$T/lenet/dyn.onnx'"
+
+# From a TensorFlow checkpoint: LeNet's converted to V2, exported from its prefix
+mkdir -p "$T/lenet/tf"
+if check "lenet: exported from a TensorFlow V2 checkpoint (slimrun ckpt convert)" sh -c "
+    '$SLIMRUN' ckpt convert '$T/lenet/model.ckpt-0.slimckpt' '$T/lenet/tf/model.ckpt-0' &&
+    '$SLIMRUN' export --model=lenet --checkpoint_path='$T/lenet/tf/model.ckpt-0' \
+        --output='$T/lenet/tf.onnx'"; then
+    run_ort "lenet tf" "$T/lenet" "$T/lenet/tf.onnx" "$T/lenet/x.npy" "$T/lenet/ref.npy"
+fi
 
 # CifarNet: LRN (TensorFlow's alpha is per sum, ONNX's per mean)
 zoo cifarnet 32 3
@@ -111,8 +123,8 @@ export_ort cifarnet 32 dyn
 zoo mobilenet_v1 128 3
 export_ort mobilenet_v1 128 dyn
 check "mobilenet_v1: every batch norm folded" has "$T/mobilenet_v1/dyn.onnx" BatchNormalization 0
-export_ort mobilenet_v1 128 kept --fold_batch_norm=false --opset=21
-check "mobilenet_v1: --fold_batch_norm=false keeps 27 BatchNormalization nodes" \
+export_ort mobilenet_v1 128 kept --nofold_batch_norm --opset=21
+check "mobilenet_v1: --nofold_batch_norm keeps 27 BatchNormalization nodes" \
     has "$T/mobilenet_v1/kept.onnx" BatchNormalization 27
 zoo mobilenet_v2 96 3
 export_ort mobilenet_v2 96 nchw --input_layout=NCHW
