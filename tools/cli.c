@@ -2,6 +2,7 @@
 #include "tools/cli.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -165,4 +166,25 @@ void slim_cli_print_eval(const slim_eval_result *r, void *user)
         }
     }
     fflush(stdout);
+}
+
+const char *slim_cli_as_trained(slim_checkpoint_info *info, const char *model,
+                                const char *const *defines, int n_defines, slim_cli_trained *t)
+{
+    bool same = !model || !strcmp(model, info->model_name);
+    char real[4096];
+    if (!same && realpath(model, real))
+        same = !strcmp(real, info->model_name);
+    t->model = model ? model : info->model_name[0] ? info->model_name : NULL;
+    t->defines = defines;
+    t->n_defines = n_defines;
+    if (!n_defines && same && info->defines[0]) {
+        int n = 0;
+        for (char *save = NULL, *s = strtok_r(info->defines, "\n", &save); s && n < 32;
+             s = strtok_r(NULL, "\n", &save))
+            t->split[n++] = s;
+        t->defines = t->split;
+        t->n_defines = n;
+    }
+    return t->model;
 }

@@ -41,6 +41,21 @@ const char *slim_cli_duration(char *buf, size_t n, double s);
 /* Bytes as "512 B", "1.5 MiB", ... into buf. */
 const char *slim_cli_bytes(char *buf, size_t n, double bytes);
 
+/* ---- the model a checkpoint was trained as (cli.c) ---------------------------- */
+
+/* What predict and export build from a checkpoint: model (NULL: the one info
+ * names) and, when it is that model (by name or real path) and no --set was
+ * given, the checkpoint's --set overrides (info->defines split in place; the
+ * pointers in t). Returns t->model, NULL when neither names a model. */
+typedef struct slim_cli_trained {
+    const char *model;
+    const char *const *defines;
+    int n_defines;
+    const char *split[32];
+} slim_cli_trained;
+const char *slim_cli_as_trained(slim_checkpoint_info *info, const char *model,
+                                const char *const *defines, int n_defines, slim_cli_trained *t);
+
 /* ---- train and eval from the command line (cmd_train.c, cmd_eval.c) ----------- */
 
 /* Train from argv[first..]; pre/pre_n: flags from a run file, parsed first so

@@ -19,8 +19,7 @@
 #include <sys/stat.h>
 
 #include "interop/onnx_export.h"
-#include "tools/cmd.h"
-#include "tools/flags.h"
+#include "tools/cli.h"
 
 extern const slim_command slim_cmd_export;
 
@@ -160,27 +159,14 @@ static int export_main(int argc, char **argv)
             goto fail;
         }
     }
-    if (!model && !info.model_name[0]) {
+    /* the model as trained (as predict builds it): its --set overrides when it is the
+     * checkpoint's model, its image size */
+    slim_cli_trained tr;
+    if (!slim_cli_as_trained(&info, model, c.defines, c.n_defines, &tr)) {
         fprintf(stderr, "slimrun export: %s does not name its model: give --model\n", ckpt);
         return 2;
     }
-    /* the model as trained (as predict builds it): its --set overrides when it is the
-     * checkpoint's model, its image size */
-    bool same_model = !model || !strcmp(model, info.model_name);
-    char real[4096];
-    if (!same_model && realpath(model, real))
-        same_model = !strcmp(real, info.model_name);
-    if (!model)
-        model = info.model_name;
-    char *ckpt_defines[32];
-    const char *const *defines = c.defines;
-    int n_defines = c.n_defines;
-    if (!n_defines && same_model && info.defines[0]) {
-        for (char *save = NULL, *t = strtok_r(info.defines, "\n", &save); t && n_defines < 32;
-             t = strtok_r(NULL, "\n", &save))
-            ckpt_defines[n_defines++] = t;
-        defines = (const char *const *)ckpt_defines;
-    }
+    model = tr.model;
     char path[1024];
     slim_model_opts mo = {.batch_size = batch,
                           .num_classes = c.num_classes ? c.num_classes : info.num_classes,
@@ -188,8 +174,8 @@ static int export_main(int argc, char **argv)
                           .weight_decay = -1,
                           .plugins = c.plugins,
                           .n_plugins = c.n_plugins,
-                          .defines = defines,
-                          .n_defines = n_defines};
+                          .defines = tr.defines,
+                          .n_defines = tr.n_defines};
     if (slim_registry_new(&reg, &e) || slim_model_find(model, path, sizeof path, &e) ||
         slim_model_load(reg, path, &mo, &m, &e))
         goto fail;

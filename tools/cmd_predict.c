@@ -136,29 +136,18 @@ static int predict_main(int argc, char **argv)
         return 1;
     }
     int classes = pc.num_classes ? pc.num_classes : info.num_classes;
-    if (!model && !info.model_name[0]) {
+    slim_cli_trained tr;
+    if (!slim_cli_as_trained(&info, model, pc.defines, pc.n_defines, &tr)) {
         fprintf(stderr,
                 "slimrun predict: %s does not name its model: give the model first "
                 "(slimrun predict MODEL CHECKPOINT IMAGE...)\n",
                 ckpt);
         return 2;
     }
-    bool same_model = !model || !strcmp(model, info.model_name);
-    char real[4096];
-    if (!same_model && realpath(model, real))
-        same_model = !strcmp(real, info.model_name);
-    if (!model)
-        model = info.model_name;
     /* the model as trained: its --set overrides (when the same model) */
-    char *ckpt_defines[32];
-    const char *const *defines = pc.defines;
-    int n_defines = pc.n_defines;
-    if (!n_defines && same_model && info.defines[0]) {
-        for (char *save = NULL, *t = strtok_r(info.defines, "\n", &save); t && n_defines < 32;
-             t = strtok_r(NULL, "\n", &save))
-            ckpt_defines[n_defines++] = t;
-        defines = (const char *const *)ckpt_defines;
-    }
+    model = tr.model;
+    const char *const *defines = tr.defines;
+    int n_defines = tr.n_defines;
     /* labels: --labels, else labels.txt beside the checkpoint */
     char **names = NULL;
     int n_names = 0;
