@@ -66,7 +66,7 @@ interop/onnx.pb-c.h: interop/onnx.pb-c.c
 nodist_libslim_core_la_SOURCES += $(INTEROP_PB)
 libslim_core_la_SOURCES += \
 	interop/onnx.h \
-	interop/onnx_proto.c interop/onnx_proto.h \
+	interop/onnx_proto.c interop/onnx_proto.h interop/pb_explain.c interop/pb_explain.h \
 	interop/onnx_build.c interop/onnx_build.h \
 	interop/onnx_import.c \
 	interop/onnx_fold.c \

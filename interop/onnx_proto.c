@@ -8,6 +8,7 @@
  * elements.
  */
 #include "interop/onnx_proto.h"
+#include "interop/pb_explain.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -37,9 +38,13 @@ slim_status slim__ox_model_unpack(const char *file, const uint8_t *buf, size_t l
 {
     *out = NULL;
     Onnx__ModelProto *m = onnx__model_proto__unpack(NULL, len, buf);
-    if (!m)
+    if (!m) {
+        char why[600];
+        if (slim__pb_explain(&onnx__model_proto__descriptor, buf, len, why, sizeof why))
+            return slim__error(err, SLIM_ECORRUPT, "%s: not an ONNX model: %s", file, why);
         return slim__error(err, SLIM_ECORRUPT,
                            "%s: not an ONNX model (the protobuf ModelProto does not parse)", file);
+    }
     const Onnx__GraphProto *g = m->graph;
     if (!g) {
         slim__ox_model_free(m);
@@ -316,9 +321,13 @@ slim_status slim__ox_tensor_load(const char *path, slim__ox_tensor *t, slim_erro
     if (!buf)
         return err ? err->code : SLIM_EIO;
     Onnx__TensorProto *tp = onnx__tensor_proto__unpack(NULL, len, buf);
+    char why[600] = "";
+    if (!tp)
+        slim__pb_explain(&onnx__tensor_proto__descriptor, buf, len, why, sizeof why);
     free(buf);
     if (!tp)
-        return slim__error(err, SLIM_ECORRUPT, "%s is not a TensorProto", path);
+        return slim__error(err, SLIM_ECORRUPT, "%s is not a TensorProto%s%s", path,
+                           why[0] ? ": " : "", why);
     char what[1100];
     snprintf(what, sizeof what, "tensor file %s", path);
     slim_status st = slim__ox_tensor_from_proto(tp, what, t, err);

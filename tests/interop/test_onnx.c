@@ -11,7 +11,8 @@
  *     the batch it was exported with and at another one;
  *   - every node of an op slim lacks in one error, with the plugin pointer;
  *     an op plugin declaring the ONNX op type (plugins/swish.c) maps it;
- *   - malformed models and tensors: errors naming the file and node;
+ *   - malformed models and tensors: errors naming the file and node; bytes
+ *     protobuf-c refuses: the offset and field path of the defect;
  *   - .npy: round trip, and the error (file, offset, field) of each kind of
  *     bad file.
  */
@@ -24,6 +25,8 @@
 
 #include "interop/npy.h"
 #include "interop/onnx.h"
+#include "interop/onnx_proto.h"
+#include "interop/pb_explain.h"
 #include "onnx_gen.h"
 #include "tests/data/tap.h"
 
@@ -484,6 +487,78 @@ static void test_malformed(slim_registry *reg)
     expect_error(reg, g, "a 5-D input", "rank 5");
 }
 
+/* ---- bytes protobuf-c refuses: the offset and the field ------------------------------ */
+
+static void wire_case(slim_registry *reg, const char *name, const uint8_t *bytes, size_t len,
+                      const char *needle)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s", tap_tmpdir(), name);
+    tap_write_file(path, bytes, len);
+    slim_model *m = NULL;
+    slim_error err = {0};
+    slim_model_opts mo = {.batch_size = 1, .weight_decay = -1};
+    slim_status st = slim_model_load(reg, path, &mo, &m, &err);
+    char want[512];
+    snprintf(want, sizeof want, "%s: not an ONNX model: %s", name, needle);
+    bool ok = st == SLIM_ECORRUPT && strstr(err.msg, want);
+    tap_ok(ok, "%s: \"%s\"", name, want);
+    if (!ok)
+        tap_diag("status %d: %s", st, err.msg);
+    slim_model_free(m);
+}
+
+static void test_wire(slim_registry *reg)
+{
+    /* graph (7, length-delimited) of 5 bytes holding a node (1) claiming 16 */
+    static const uint8_t node_len[] = {0x3a, 0x05, 0x0a, 0x10, 0, 0, 0};
+    wire_case(reg, "node_len.onnx", node_len, sizeof node_len,
+              "offset 3 (graph.node[0]): a length of 16 bytes runs past the end of its "
+              "message (offset 7)");
+    /* ir_version (1, an int64) sent length-delimited */
+    static const uint8_t ir_wire[] = {0x0a, 0x00};
+    wire_case(reg, "ir_wire.onnx", ir_wire, sizeof ir_wire,
+              "offset 0 (ir_version): field ir_version (number 1) has wire type "
+              "length-delimited, not varint");
+    /* a group (field 5, wire type 3) */
+    static const uint8_t group[] = {0x08, 0x07, 0x2b, 0x2c};
+    wire_case(reg, "group.onnx", group, sizeof group,
+              "offset 2: field 5 has wire type group start, which protobuf-c does not read");
+    /* the second node's attribute (5) whose float f (2, four bytes) is cut */
+    static const uint8_t cut[] = {0x3a, 0x0b, 0x0a, 0x02, 0x2a, 0x00, 0x0a,
+                                  0x05, 0x2a, 0x03, 0x15, 0x00, 0x00};
+    wire_case(reg, "cut.onnx", cut, sizeof cut,
+              "offset 11 (graph.node[1].attribute[0].f): a 4-byte value cut off (2 bytes left)");
+    /* a varint of 11 bytes */
+    static const uint8_t long_varint[] = {0x08, 0x80, 0x80, 0x80, 0x80, 0x80,
+                                          0x80, 0x80, 0x80, 0x80, 0x80, 0x01};
+    wire_case(reg, "long_varint.onnx", long_varint, sizeof long_varint,
+              "offset 1 (ir_version): a varint longer than 10 bytes");
+    /* a tensor file: dims (1, packed) whose varint is cut */
+    char path[1024];
+    snprintf(path, sizeof path, "%s/dims.pb", tap_tmpdir());
+    static const uint8_t dims[] = {0x0a, 0x02, 0x03, 0x80};
+    tap_write_file(path, dims, sizeof dims);
+    slim__ox_tensor t;
+    slim_error err = {0};
+    slim_status st = slim__ox_tensor_load(path, &t, &err);
+    tap_ok(st == SLIM_ECORRUPT &&
+               strstr(err.msg, "dims.pb is not a TensorProto: offset 3 (dims[0]): a packed "
+                               "varint cut off"),
+           "a tensor file with a cut packed varint: the offset (%s)", err.msg);
+    slim__ox_tensor_fini(&t);
+    /* a well-formed model: nothing to explain */
+    gen *g = one_conv(1, 4);
+    size_t len;
+    uint8_t *bytes = gen_pack(g, &len);
+    char why[256] = "x";
+    tap_ok(!slim__pb_explain(&onnx__model_proto__descriptor, bytes, len, why, sizeof why) &&
+               !why[0],
+           "a well-formed model has no defect to explain");
+    free(bytes);
+    gen_free(g);
+}
+
 /* ---- .npy ----------------------------------------------------------------------------- */
 
 static void npy_case(const char *name, const void *bytes, size_t len, const char *needle)
@@ -579,6 +654,7 @@ int main(void)
     test_unsupported(reg);
     test_plugin();
     test_malformed(reg);
+    test_wire(reg);
     test_npy();
     slim_registry_free(reg);
     return tap_done();
