@@ -75,31 +75,27 @@ static int wire_of(ProtobufCType t)
     switch (t) {
     case PROTOBUF_C_TYPE_SFIXED64:
     case PROTOBUF_C_TYPE_FIXED64:
-    case PROTOBUF_C_TYPE_DOUBLE:
-        return 1;
+    case PROTOBUF_C_TYPE_DOUBLE: return 1;
     case PROTOBUF_C_TYPE_SFIXED32:
     case PROTOBUF_C_TYPE_FIXED32:
-    case PROTOBUF_C_TYPE_FLOAT:
-        return 5;
+    case PROTOBUF_C_TYPE_FLOAT: return 5;
     case PROTOBUF_C_TYPE_STRING:
     case PROTOBUF_C_TYPE_BYTES:
-    case PROTOBUF_C_TYPE_MESSAGE:
-        return 2;
-    default:
-        return 0;
+    case PROTOBUF_C_TYPE_MESSAGE: return 2;
+    default: return 0;
     }
 }
 
-static const char *const wire_names[8] = {"varint", "8 bytes",    "length-delimited", "group start",
-                                          "group end", "4 bytes", "6 (none)",          "7 (none)"};
+static const char *const wire_names[8] = {"varint",    "8 bytes", "length-delimited", "group start",
+                                          "group end", "4 bytes", "6 (none)",         "7 (none)"};
 
 /* Appends ".name" or ".name[i]" to the path; returns the length to restore. */
 static size_t path_push(walk *w, const char *name, long idx)
 {
     size_t old = w->path_len;
-    int k = idx >= 0 ? snprintf(w->path + old, w->path_cap - old, "%s%s[%ld]", old ? "." : "",
-                                name, idx)
-                     : snprintf(w->path + old, w->path_cap - old, "%s%s", old ? "." : "", name);
+    int k = idx >= 0
+                ? snprintf(w->path + old, w->path_cap - old, "%s%s[%ld]", old ? "." : "", name, idx)
+                : snprintf(w->path + old, w->path_cap - old, "%s%s", old ? "." : "", name);
     if (k > 0)
         w->path_len = old + (size_t)k < w->path_cap ? old + (size_t)k : w->path_cap - 1;
     return old;
@@ -133,8 +129,7 @@ static bool packed(walk *w, const ProtobufCFieldDescriptor *f, size_t pos, size_
     return false;
 }
 
-static bool message(walk *w, const ProtobufCMessageDescriptor *d, size_t pos, size_t end,
-                    int depth)
+static bool message(walk *w, const ProtobufCMessageDescriptor *d, size_t pos, size_t end, int depth)
 {
     enum { MAX_COUNTED = 64 };
     uint32_t seen[MAX_COUNTED] = {0};
@@ -151,8 +146,9 @@ static bool message(walk *w, const ProtobufCMessageDescriptor *d, size_t pos, si
         if (num == 0 || num > 0x1fffffff)
             return defect(w, at, "field number %" PRIu64 " (valid: 1 to 2^29 - 1)", num);
         if (wt == 3 || wt == 4 || wt > 5)
-            return defect(w, at, "field %" PRIu64 " has wire type %s, which protobuf-c does not read",
-                          num, wire_names[wt]);
+            return defect(w, at,
+                          "field %" PRIu64 " has wire type %s, which protobuf-c does not read", num,
+                          wire_names[wt]);
         const ProtobufCFieldDescriptor *f =
             protobuf_c_message_descriptor_get_field(d, (unsigned)num);
         long idx = -1;
