@@ -79,11 +79,23 @@ struct slim__jpeg {
     slim__jpeg_index index; /* crops of restart-indexed files */
     bool used;              /* a header was read with this libjpeg object */
     bool last_cut;
+    bool recover_truncated; /* tf.image.decode_jpeg's try_recover_truncated */
+    bool truncated;         /* the last decode ran out of data (recovered) */
 };
 
 bool slim__jpeg_last_cut(const slim__jpeg *j)
 {
     return j->last_cut;
+}
+
+void slim__jpeg_set_recover_truncated(slim__jpeg *j, bool on)
+{
+    j->recover_truncated = on;
+}
+
+bool slim__jpeg_truncated(const slim__jpeg *j)
+{
+    return j->truncated;
 }
 
 void slim__jpeg_set_method(slim__jpeg *j, bool fast_dct, bool fancy_upscaling)
@@ -104,6 +116,12 @@ static void on_emit(j_common_ptr c, int level)
     errmgr *e = (errmgr *)c->err;
     if (level < 0) {
         if (c->err->msg_code == JWRN_JPEG_EOF) {
+            slim__jpeg *j = ((j_decompress_ptr)c)->client_data;
+            if (j && j->recover_truncated) { /* libjpeg goes on with an EOI: gray from here */
+                j->truncated = true;
+                c->err->num_warnings++;
+                return;
+            }
             (*c->err->format_message)(c, e->msg);
             longjmp(e->jb, 1);
         }
@@ -177,13 +195,40 @@ void slim__jpeg_free(slim__jpeg *j)
     free(j);
 }
 
+const char *slim__jpeg_unsupported(int msg_code)
+{
+    switch (msg_code) {
+    case JERR_BAD_PRECISION:
+        return "unsupported JPEG (not 8-bit samples: 12-bit and 16-bit JPEGs are not decoded; "
+               "convert it to 8 bits)";
+    case JERR_SOF_UNSUPPORTED:
+        return "unsupported JPEG (lossless or hierarchical coding: only baseline, extended and "
+               "progressive JPEGs are decoded; convert it)";
+    default: return NULL;
+    }
+}
+
 static slim_status jpeg_fail(slim__jpeg *j, slim_error *err)
 {
     jpeg_abort_decompress(&j->ci);
     j->started = false;
     j->have_header = false;
-    return slim__error(err, SLIM_ECORRUPT, "%s: corrupt JPEG: %s", j->name ? j->name : "image",
-                       j->em.msg);
+    const char *why = slim__jpeg_unsupported(j->em.pub.msg_code);
+    return slim__error(err, why ? SLIM_EUNSUPPORTED : SLIM_ECORRUPT, "%s: %s: %s",
+                       j->name ? j->name : "image", why ? why : "corrupt JPEG", j->em.msg);
+}
+
+slim_status slim__not_an_image(slim_error *err, const char *name, const uint8_t *b, size_t n)
+{
+    if (n == 0)
+        return slim__error(err, SLIM_ECORRUPT, "%s: an empty file (0 bytes), not an image", name);
+    char head[16] = "";
+    for (size_t i = 0; i < n && i < 4; i++) {
+        size_t l = strlen(head);
+        snprintf(head + l, sizeof head - l, "%s%02x", i ? " " : "", b[i]);
+    }
+    return slim__error(err, SLIM_ECORRUPT, "%s: not a JPEG or PNG image (%zu byte%s, starting %s)",
+                       name, n, n == 1 ? "" : "s", head);
 }
 
 int slim__exif_orientation(const uint8_t *p, size_t n)
@@ -541,6 +586,7 @@ static slim_status decode_jpeg(const void *data, size_t len, const slim_decode_o
     int H, W, comps, orient = 1;
     bool exif = o && o->exif_orientation;
     slim__jpeg_set_method(j, o && o->dct_fast, !(o && o->no_fancy_upscaling));
+    slim__jpeg_set_recover_truncated(j, o && o->try_recover_truncated);
     slim_status st = slim__jpeg_header(j, data, len, name, exif, &H, &W, &comps, &orient, err);
     if (!st) {
         int c = o && o->channels ? o->channels : (comps == 1 ? 1 : 3);
@@ -564,6 +610,7 @@ static slim_status decode_jpeg(const void *data, size_t len, const slim_decode_o
                     out->height = sh;
                     out->width = sw;
                     out->channels = c;
+                    out->truncated = j->truncated;
                     if (orient != 1)
                         st = slim__image_orient(out, orient, err);
                 }
@@ -587,12 +634,7 @@ slim_status slim_image_decode(const void *data, size_t len, const slim_decode_op
     switch (slim_image_sniff(data, len)) {
     case SLIM_IMAGE_JPEG: return decode_jpeg(data, len, opts, out, err);
     case SLIM_IMAGE_PNG: return decode_png(data, len, opts, out, err);
-    default:
-        return slim__error(
-            err, SLIM_ECORRUPT,
-            "%s: not a JPEG or PNG image (%zu bytes, starting %02x %02x %02x %02x)", name, len,
-            len > 0 ? ((const uint8_t *)data)[0] : 0, len > 1 ? ((const uint8_t *)data)[1] : 0,
-            len > 2 ? ((const uint8_t *)data)[2] : 0, len > 3 ? ((const uint8_t *)data)[3] : 0);
+    default: return slim__not_an_image(err, name, data, len);
     }
 }
 

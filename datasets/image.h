@@ -33,6 +33,17 @@ slim_status slim__jpeg_header(slim__jpeg *j, const uint8_t *data, size_t len, co
  * upsampling by default; JDCT_IFAST and box upsampling are faster and differ
  * by a few levels per pixel. */
 void slim__jpeg_set_method(slim__jpeg *j, bool fast_dct, bool fancy_upscaling);
+/* tf.image.decode_jpeg's try_recover_truncated: a file that ends early is
+ * decoded to its end, the rows after it gray (libjpeg's fill), instead of
+ * failing; slim__jpeg_truncated says whether the last decode was. */
+void slim__jpeg_set_recover_truncated(slim__jpeg *j, bool on);
+bool slim__jpeg_truncated(const slim__jpeg *j);
+/* What libjpeg's error msg_code means when it is a JPEG libjpeg does not
+ * decode (12-bit, lossless) rather than a damaged one; NULL otherwise. */
+const char *slim__jpeg_unsupported(int msg_code);
+/* "NAME: an empty file" / "NAME: not a JPEG or PNG image (N bytes, starting
+ * xx xx xx xx)" (SLIM_ECORRUPT). */
+slim_status slim__not_an_image(slim_error *err, const char *name, const uint8_t *data, size_t n);
 
 /* Output size at DCT scale 1/denom (denom 1, 2, 4, 8): libjpeg's ceil(W / denom). */
 void slim__jpeg_scaled_size(const slim__jpeg *j, int denom, int *height, int *width);

@@ -509,6 +509,8 @@ slim_status slim_pipeline_new(const slim_pipeline_opts *opts, slim_pipeline **ou
     /* The recipe. */
     const char *rname = o->recipe ? o->recipe : p->info->default_recipe;
     st = slim__recipe_load(rname ? rname : "inception", o->recipe_dir, &p->recipe, err);
+    if (!st && o->grayscale)
+        st = slim__recipe_add_grayscale(p->recipe, o->is_training, err);
     if (st)
         goto fail;
     st = slim__prep_init(&p->prep, p->recipe, o->is_training, o->image_size, o->image_size,
@@ -826,6 +828,8 @@ slim_status slim_preprocessor_new(const slim_pipeline_opts *o, slim_preprocessor
     pp->seed = o->seed;
     slim_status st =
         slim__recipe_load(o->recipe ? o->recipe : "inception", o->recipe_dir, &pp->recipe, err);
+    if (!st && o->grayscale)
+        st = slim__recipe_add_grayscale(pp->recipe, o->is_training, err);
     if (!st)
         st = slim__prep_init(&pp->prep, pp->recipe, o->is_training, o->image_size, o->image_size,
                              o->channels, !o->no_roi_decode, !o->no_dct_scaling, err);

@@ -732,6 +732,14 @@ static slim_status pixel_step(run *r, int i, const prep_step *s)
         if (!st)
             slim__px_standardize(r->out, npix(r) * (size_t)r->C);
         break;
+    case PREP_GRAYSCALE: /* tf.image.rgb_to_grayscale's weights; one channel is gray already */
+        st = flush(r);
+        if (!st && r->C == 3)
+            for (size_t k = 0, n = npix(r); k < n; k++) {
+                float *px = r->out + 3 * k;
+                px[0] = px[1] = px[2] = 0.2989f * px[0] + 0.5870f * px[1] + 0.1140f * px[2];
+            }
+        break;
     default: break;
     }
     return st;
@@ -848,12 +856,7 @@ static slim_status open_source(run *r, bool exif, int *H, int *W)
         return st;
     }
     default: {
-        const uint8_t *b = in->data;
-        size_t n = in->len;
-        return slim__error(r->err, SLIM_ECORRUPT,
-                           "%s: not a JPEG or PNG image (%zu bytes, starting %02x %02x %02x %02x)",
-                           r->name, n, n > 0 ? b[0] : 0, n > 1 ? b[1] : 0, n > 2 ? b[2] : 0,
-                           n > 3 ? b[3] : 0);
+        return slim__not_an_image(r->err, r->name, in->data, in->len);
     }
     }
 }

@@ -34,6 +34,7 @@ typedef enum prep_op {
     PREP_NORMALIZE,           /* (x - sub) * mul */
     PREP_SUBTRACT_MEAN,       /* x - mean[c] */
     PREP_STANDARDIZE,         /* tf.image.per_image_standardization */
+    PREP_GRAYSCALE,           /* tf.image.rgb_to_grayscale, the gray in every channel */
     PREP_OP_COUNT
 } prep_op;
 
@@ -78,6 +79,11 @@ slim_status slim__recipe_load(const char *name, const char *dir, slim__recipe **
 slim_status slim__recipe_parse(const char *path, const char *text, slim__recipe **out,
                                slim_error *err);
 void slim__recipe_free(slim__recipe *r);
+/* TF-Slim's --use_grayscale: an rgb_to_grayscale step in the train (or eval)
+ * section, before its first normalize / subtract_mean /
+ * per_image_standardization (at the end without one), where TF-Slim's
+ * preprocessing converts. */
+slim_status slim__recipe_add_grayscale(slim__recipe *r, bool training, slim_error *err);
 const char *slim__prep_op_name(prep_op op);
 
 /* A compiled recipe section for one output size. */

@@ -55,6 +55,7 @@ static const opinfo ops[] = {
     {"normalize", PREP_NORMALIZE, "subtract,multiply,divide"},
     {"subtract_mean", PREP_SUBTRACT_MEAN, "mean"},
     {"per_image_standardization", PREP_STANDARDIZE, ""},
+    {"rgb_to_grayscale", PREP_GRAYSCALE, ""},
 };
 #define N_OPS ((int)(sizeof ops / sizeof *ops))
 
@@ -304,6 +305,28 @@ static slim_status parse_steps(const yt_doc *d, const yt_node *seq, prep_step **
     }
     *out = steps;
     *n_out = seq->n;
+    return SLIM_OK;
+}
+
+slim_status slim__recipe_add_grayscale(slim__recipe *r, bool training, slim_error *err)
+{
+    prep_step **steps = training ? &r->train : &r->eval;
+    int *n = training ? &r->n_train : &r->n_eval;
+    prep_step *s = realloc(*steps, (size_t)(*n + 1) * sizeof *s);
+    if (!s)
+        return slim__error(err, SLIM_ENOMEM, "out of memory");
+    *steps = s;
+    int at = *n;
+    for (int i = 0; i < *n; i++)
+        if (s[i].op == PREP_NORMALIZE || s[i].op == PREP_SUBTRACT_MEAN ||
+            s[i].op == PREP_STANDARDIZE) {
+            at = i;
+            break;
+        }
+    memmove(s + at + 1, s + at, (size_t)(*n - at) * sizeof *s);
+    memset(&s[at], 0, sizeof s[at]);
+    s[at].op = PREP_GRAYSCALE;
+    (*n)++;
     return SLIM_OK;
 }
 

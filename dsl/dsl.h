@@ -66,6 +66,16 @@ typedef struct dnode {
     struct dnode **keys;  /* mapping keys (scalars) */
 } dnode;
 
+/* libyaml's error as "what" and where: an unclosed [ { or quote is reported
+ * where it opened (libyaml's position is where it gave up, a line or more
+ * later); otherwise libyaml's position, with its context. (Run files too.) */
+void slim__yaml_problem(const char *problem, const char *context, size_t problem_line,
+                        size_t problem_col, size_t context_line, size_t context_col, char *what,
+                        size_t n, int *line, int *col);
+/* A model file given a binary file (an .onnx, a checkpoint, an image): what
+ * it looks like and what to do, or NULL for text. */
+const char *slim__yaml_not_text(const char *file, const char *text, size_t len);
+
 /* Parse one YAML document. Aliases are rejected; keys must be unique scalars. */
 slim_status dsl_yaml_parse(dsl_arena *a, const char *file, const char *text, size_t len,
                            dnode **root, slim_error *err);

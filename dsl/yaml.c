@@ -274,24 +274,78 @@ static slim_status append(dsl_arena *a, open_node *o, dnode *child, slim_error *
     return SLIM_OK;
 }
 
+void slim__yaml_problem(const char *problem, const char *context, size_t pl, size_t pc, size_t cl,
+                        size_t cc, char *what, size_t n, int *line, int *col)
+{
+    const char *pr = problem ? problem : "malformed YAML";
+    *line = (int)pl + 1;
+    *col = (int)pc + 1;
+    bool flow = context && (strstr(context, "flow sequence") || strstr(context, "flow mapping"));
+    bool quote = context && strstr(context, "quoted scalar");
+    if (context && strstr(context, "simple key") && cl < pl) { /* "b 2": the line of the key */
+        *line = (int)cl + 1;
+        *col = (int)cc + 1;
+        snprintf(what, n, "YAML syntax error: no ':' after this key (KEY: VALUE); %s", pr);
+    } else if ((flow || quote) && cl < pl) { /* where the unclosed thing opened */
+        *line = (int)cl + 1;
+        *col = (int)cc + 1;
+        snprintf(what, n, "YAML syntax error: this %s is not closed (%s by line %zu)",
+                 quote                              ? "quoted string"
+                 : strstr(context, "flow sequence") ? "[ list"
+                                                    : "{ mapping",
+                 quote ? "no closing quote" : pr, pl + 1);
+    } else if (context) {
+        snprintf(what, n, "YAML syntax error: %s (%s at %zu:%zu)", pr, context, cl + 1, cc + 1);
+    } else {
+        snprintf(what, n, "YAML syntax error: %s", pr);
+    }
+}
+
+const char *slim__yaml_not_text(const char *file, const char *text, size_t len)
+{
+    size_t n = len < 4096 ? len : 4096, fl = strlen(file);
+    bool binary = false;
+    for (size_t i = 0; i < n && !binary; i++)
+        binary = text[i] == 0 || (text[i] > 0 && text[i] < 32 && !strchr("\t\n\r\f\v\b", text[i]));
+    if (!binary)
+        return NULL;
+    if (fl > 5 && !strcmp(file + fl - 5, ".onnx"))
+        return "an ONNX model (binary protobuf), not a model file (YAML): ONNX models are "
+               "imported (slimrun import, README: ONNX); a model file is written as in README: "
+               "Writing a model";
+    if (memmem(text, n, "slim-checkpoint", 15))
+        return "a slim checkpoint, not a model file (YAML): give it as --checkpoint_path (or "
+               "CHECKPOINT to predict), with the model it was trained from";
+    if (n >= 3 && (unsigned char)text[0] == 0xff && (unsigned char)text[1] == 0xd8)
+        return "a JPEG image, not a model file (YAML)";
+    if (n >= 8 && !memcmp(text, "\x89PNG", 4))
+        return "a PNG image, not a model file (YAML)";
+    return "a binary file, not a model file (YAML text: README: Writing a model)";
+}
+
 static slim_status yaml_problem(yaml_parser_t *p, const char *file, slim_error *err)
 {
-    dnode at = {.file = file,
-                .line = (int)p->problem_mark.line + 1,
-                .col = (int)p->problem_mark.column + 1};
-    const char *what = p->problem ? p->problem : "malformed YAML";
-    if (p->error == YAML_MEMORY_ERROR)
+    if (p->error == YAML_MEMORY_ERROR) {
+        dnode at = {.file = file,
+                    .line = (int)p->problem_mark.line + 1,
+                    .col = (int)p->problem_mark.column + 1};
         return dsl_fail(err, &at, SLIM_ENOMEM, "out of memory reading the model file");
-    if (p->context)
-        return dsl_fail(err, &at, SLIM_EPARSE, "YAML syntax error: %s (%s at %d:%d)", what,
-                        p->context, (int)p->context_mark.line + 1, (int)p->context_mark.column + 1);
-    return dsl_fail(err, &at, SLIM_EPARSE, "YAML syntax error: %s", what);
+    }
+    char what[600];
+    dnode at = {.file = file};
+    slim__yaml_problem(p->problem, p->context, p->problem_mark.line, p->problem_mark.column,
+                       p->context_mark.line, p->context_mark.column, what, sizeof what, &at.line,
+                       &at.col);
+    return dsl_fail(err, &at, SLIM_EPARSE, "%s", what);
 }
 
 slim_status dsl_yaml_parse(dsl_arena *a, const char *file, const char *text, size_t len,
                            dnode **root, slim_error *err)
 {
     *root = NULL;
+    const char *bin = slim__yaml_not_text(file, text, len);
+    if (bin)
+        return dsl_fail(err, NULL, SLIM_EPARSE, "%s is %s", file, bin);
     yaml_parser_t p;
     if (!yaml_parser_initialize(&p))
         return dsl_fail(err, NULL, SLIM_ENOMEM, "%s: cannot start the YAML parser", file);

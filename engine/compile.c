@@ -883,9 +883,10 @@ static slim_status compile(build *b)
         /* A node that writes state (batch-norm statistics) while none of its
          * trainable inputs is trained here is frozen: it runs as in inference
          * (moving statistics, no state updates), as fine-tuning with
-         * trainable_scopes expects. */
+         * trainable_scopes expects (unless train_frozen_batch_norm: TF-Slim's
+         * batch statistics and moving-average updates there too). */
         bool node_training = p->training;
-        if (node_training && backward && nd->d->mutates_inputs) {
+        if (node_training && backward && nd->d->mutates_inputs && !o->train_frozen_batch_norm) {
             bool any_param = false, any_trained = false;
             for (int i = 0; i < nd->n_in; i++) {
                 const slim__tinfo *ti = &g->tensors[nd->in[i]];

@@ -200,6 +200,7 @@ static slim_status ev_run(evaluator *e, const char *ckpt, slim_eval_result *r, s
     if (st)
         return st;
     slim__rt_input_opts io = {
+        .grayscale = c->use_grayscale,
         .dataset_name = c->dataset_name,
         .dataset_dir = c->dataset_dir,
         .split = c->dataset_split_name,

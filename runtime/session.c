@@ -73,6 +73,7 @@ slim_status slim__rt_input_open(const slim__rt_input_opts *o, slim__rt_input *in
     po.batch_size = o->batch_size;
     po.image_size = o->image_size;
     po.channels = o->channels;
+    po.grayscale = o->grayscale;
     po.num_threads = o->num_threads;
     po.num_readers = o->num_readers;
     po.shuffle_buffer = o->shuffle_buffer;

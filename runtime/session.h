@@ -22,6 +22,7 @@ typedef struct slim__rt_input_opts {
     int64_t synthetic_examples;
     int num_classes; /* synthetic labels */
     bool skip_damaged;
+    bool grayscale; /* --use_grayscale */
     slim_pipeline_trace_fn trace;
     void *trace_user;
     int replica, replicas; /* training across processes: this one's share (slim_pipeline_opts) */

@@ -355,6 +355,7 @@ slim_status slim__rt_trainer_setup(slim__rt_trainer *t, const slim_train_config 
         .optimizer_attrs = t->opt.attrs,
         .trainable_scopes = c->trainable_scopes,
         .clip_gradient_norm = (float)c->clip_gradient_norm,
+        .train_frozen_batch_norm = c->train_frozen_batch_norm,
     };
     if (t->size > 1) {
         slim__dist_collective(t->dist, &t->coll);
@@ -507,11 +508,13 @@ slim_status slim__rt_trainer_setup(slim__rt_trainer *t, const slim_train_config 
         return st;
 
     /* frozen layers keep their batch-norm statistics */
-    if (c->trainable_scopes && c->trainable_scopes[0] && (st = freeze_state(t, err)))
+    if (c->trainable_scopes && c->trainable_scopes[0] && !c->train_frozen_batch_norm &&
+        (st = freeze_state(t, err)))
         return st;
 
     /* input */
     slim__rt_input_opts io = {
+        .grayscale = c->use_grayscale,
         .dataset_name = c->dataset_name,
         .dataset_dir = c->dataset_dir,
         .split = c->dataset_split_name,

@@ -71,6 +71,7 @@ static slim_status evaluate_now(slim__rt_trainer *t, slim_error *err)
 {
     const slim_train_config *c = t->c;
     slim__rt_input_opts io = {
+        .grayscale = c->use_grayscale,
         .dataset_name = c->dataset_name,
         .dataset_dir = c->dataset_dir,
         .split = c->eval_split_name,
@@ -153,14 +154,43 @@ static void describe(slim__rt_trainer *t)
                  c->sync_batch_norm ? "over the global batch" : "per process");
     else
         snprintf(batch, sizeof batch, "batch %d", c->batch_size);
+    /* what is trained: the trainable parameters within --trainable_scopes */
+    bool scoped = c->trainable_scopes && c->trainable_scopes[0];
+    int64_t trained = 0;
+    for (int i = 0, np = slim_graph_param_count(t->g); i < np; i++) {
+        const char *name;
+        slim_tensor v;
+        unsigned fl;
+        slim_graph_param_at(t->g, i, &name, &v, &fl);
+        if ((fl & SLIM_PARAM_TRAINABLE) &&
+            (!scoped || slim__rt_in_scopes(name, c->trainable_scopes)))
+            trained += slim_shape_numel(&v.shape);
+    }
+    /* the input has a worker of its own even when the budget is one thread */
+    int budget = c->num_threads > 0 ? c->num_threads : slim__rt_cores();
+    char over[160] = "";
+    if (t->model_threads + t->input_threads > budget)
+        snprintf(over, sizeof over,
+                 " (%d threads on --num_threads=%d cores: the input worker shares them)",
+                 t->model_threads + t->input_threads, budget);
     slim__rt_msg(c->on_message, c->user, SLIM_LOG_INFO,
-                 "%s: %lld parameters (%lld trainable), %dx%dx%d input, %d classes; %s; "
-                 "%d model thread%s + %d input worker%s; optimizer %s; learning rate %g (%s); %s",
-                 mi->name, (long long)mi->n_params, (long long)mi->n_trainable, mi->image_size,
+                 "%s: %lld parameters (%lld %s), %dx%dx%d input, %d classes; %s; "
+                 "%d model thread%s + %d input worker%s%s; optimizer %s; learning rate %g (%s); %s",
+                 mi->name, (long long)mi->n_params, (long long)trained,
+                 scoped ? "trained: --trainable_scopes" : "trainable", mi->image_size,
                  mi->image_size, mi->channels, t->num_classes, batch, t->model_threads,
                  t->model_threads > 1 ? "s" : "", t->input_threads, t->input_threads > 1 ? "s" : "",
-                 t->opt.name, c->learning_rate,
+                 over, t->opt.name, c->learning_rate,
                  c->learning_rate_decay_type ? c->learning_rate_decay_type : "exponential", len);
+    if (t->n_frozen)
+        slim__rt_msg(c->on_message, c->user, SLIM_LOG_INFO,
+                     "frozen: %d batch-norm statistics tensor%s outside --trainable_scopes keep "
+                     "their values; their layers normalize with them (moving statistics, as in "
+                     "inference), so a backbone trained little stays as it is%s",
+                     t->n_frozen, t->n_frozen == 1 ? "" : "s",
+                     c->train_frozen_batch_norm ? ""
+                                                : " (--train_frozen_batch_norm: TF-Slim's "
+                                                  "batch statistics, moving averages updated)");
     slim__rt_msg(c->on_message, c->user, SLIM_LOG_INFO,
                  "memory: %.1f MiB activations+gradients (planned; %.1f without reuse), %.1f MiB "
                  "parameters, %.1f MiB optimizer slots",

@@ -62,6 +62,30 @@ void slim_cli_signals(void)
 
 /* ---- output ------------------------------------------------------------------- */
 
+bool slim_cli_colour(int fd)
+{
+    const char *nc = getenv("NO_COLOR"), *term = getenv("TERM");
+    return isatty(fd) && !(nc && nc[0]) && !(term && !strcmp(term, "dumb"));
+}
+
+const char *slim_cli_sgr(int fd, const char *code)
+{
+    static char buf[4][24];
+    static int next;
+    if (!slim_cli_colour(fd))
+        return "";
+    char *b = buf[next++ & 3]; /* a few in one printf */
+    snprintf(b, sizeof buf[0], "\033[%sm", code);
+    return b;
+}
+
+void slim_cli_error(const char *cmd, const char *msg)
+{
+    slim_cli_end_line();
+    fprintf(stderr, "%sslimrun %s:%s %s\n", slim_cli_sgr(2, "1;31"), cmd, slim_cli_sgr(2, "0"),
+            msg);
+}
+
 static bool tty_line; /* a progress line without its newline is on stderr */
 
 void slim_cli_end_line(void)
@@ -84,11 +108,14 @@ void slim_cli_message(int level, const char *msg, void *user)
 {
     (void)user;
     slim_cli_end_line();
-    fprintf(stderr, "%s%s\n",
-            level == SLIM_LOG_WARN    ? "warning: "
-            : level == SLIM_LOG_ERROR ? "error: "
-                                      : "",
-            msg);
+    const char *tag = level == SLIM_LOG_WARN    ? "warning:"
+                      : level == SLIM_LOG_ERROR ? "error:"
+                                                : NULL;
+    if (tag)
+        fprintf(stderr, "%s%s%s %s\n", slim_cli_sgr(2, level == SLIM_LOG_WARN ? "1;33" : "1;31"),
+                tag, slim_cli_sgr(2, "0"), msg);
+    else
+        fprintf(stderr, "%s\n", msg);
 }
 
 void slim_cli_print_notes(const char *notes)
@@ -139,7 +166,8 @@ void slim_cli_print_eval(const slim_eval_result *r, void *user)
     char top5[48] = "";
     if (r->num_classes > 5)
         snprintf(top5, sizeof top5, "  eval/Recall_5 %.4f", r->top5);
-    printf("eval/Accuracy %.4f%s  loss %.4f  (%lld images, %.1f s%s)\n", r->top1, top5, r->loss,
+    printf("eval/Accuracy %s%.4f%s%s  loss %.4f  (%lld images, %.1f s%s)\n",
+           slim_cli_sgr(1, "1;32"), r->top1, slim_cli_sgr(1, "0"), top5, r->loss,
            (long long)r->n_examples, r->seconds, r->used_ema ? ", moving averages" : "");
     if (detail >= 1 && r->class_total) {
         printf("per-class accuracy:\n");

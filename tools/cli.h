@@ -22,6 +22,14 @@ extern volatile int64_t slim_cli_last_step;
 
 /* ---- output on stderr/stdout (cli.c) ------------------------------------------ */
 
+/* Colour: on when fd is a terminal, NO_COLOR is unset (or empty) and TERM is
+ * not "dumb". slim_cli_sgr gives the escape sequence for an SGR code ("1;31":
+ * bold red, "0": reset) when fd has colour, else "". */
+bool slim_cli_colour(int fd);
+const char *slim_cli_sgr(int fd, const char *code);
+/* "slimrun CMD: MSG" on stderr, the "slimrun CMD:" in red on a colour terminal. */
+void slim_cli_error(const char *cmd, const char *msg);
+
 /* The library's log callback: "warning: ", "error: " prefixes on stderr. */
 void slim_cli_message(int level, const char *msg, void *user);
 /* A progress line on stderr: redrawn in place on a terminal, one line each
@@ -71,6 +79,7 @@ typedef struct slim_cli_train_args {
     int eval_detail;      /* user data of c.on_eval */
     flags_result flags;   /* c.run_config and c.plugins point into it */
     const char *on_error; /* --on_error: fail | skip (c.skip_damaged) */
+    bool plot;            /* --plot: slimrun plot of the run at the end */
 } slim_cli_train_args;
 /* Parse the train flags (pre first, then argv[first..]) into *ta and set its
  * callbacks and signal handling. cmd names the command in messages; usage and
@@ -79,6 +88,10 @@ typedef struct slim_cli_train_args {
 int slim_cli_train_args_parse(slim_cli_train_args *ta, const char *cmd, const char *usage,
                               void (*more_help)(void), int argc, char **argv, int first, char **pre,
                               int pre_n);
+/* slimrun plot of one run into train_dir/metrics.png (its path in out):
+ * 0, or non-zero with a message in err (cmd_plot.c). */
+int slim_cli_plot_train_dir(const char *train_dir, char *out, size_t out_n, char *err, size_t en);
+
 /* Evaluate from argv[first..] after pre (run files). */
 int slim_cli_eval(int argc, char **argv, int first, char **pre, int pre_n);
 

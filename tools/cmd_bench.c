@@ -74,7 +74,7 @@ static const flag_def bench_flags[] = {
     {"image_size", FLAG_INT, B(image_size), 0, "override the model's input size"},
     {"seed", FLAG_U64, B(seed), 0, "initial weights and the random input (0)"},
     {"plugin", FLAG_LIST, B(plugins), B(n_plugins), "load an op plugin first; repeatable"},
-    {"set", FLAG_LIST, B(defines), B(n_defines),
+    {"set", FLAG_DEFINES, B(defines), B(n_defines),
      "override a var: of the model file, NAME=VALUE (depth_multiplier=0.5); repeatable"},
 };
 #define N_BENCH_FLAGS ((int)(sizeof bench_flags / sizeof bench_flags[0]))

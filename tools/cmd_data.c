@@ -651,7 +651,7 @@ static int data_decode(int argc, char **argv)
     const char *out = NULL;
     const char *dct = "INTEGER_ACCURATE";
     int channels = 0, scale = 1;
-    bool exif = false, fancy = true;
+    bool exif = false, fancy = true, recover = false;
     fdef defs[] = {
         {"out", F_STR, &out, "PNG file to write"},
         {"channels", F_INT, &channels, "0 (as stored), 1 or 3"},
@@ -659,6 +659,8 @@ static int data_decode(int argc, char **argv)
         {"scale_denom", F_INT, &scale, "JPEG DCT scaling 1, 2, 4, 8"},
         {"dct_method", F_STR, &dct, "JPEG IDCT: INTEGER_ACCURATE or INTEGER_FAST"},
         {"fancy_upscaling", F_BOOL, &fancy, "JPEG chroma upsampling: fancy (true) or box (false)"},
+        {"try_recover_truncated", F_BOOL, &recover,
+         "a JPEG that ends early: decoded, the missing rows gray (false: an error)"},
     };
     const int ndefs = (int)(sizeof defs / sizeof defs[0]);
     const char *pos[1];
@@ -691,7 +693,8 @@ static int data_decode(int argc, char **argv)
                           .scale_denom = scale,
                           .name = pos[0],
                           .dct_fast = !strcmp(dct, "INTEGER_FAST"),
-                          .no_fancy_upscaling = !fancy};
+                          .no_fancy_upscaling = !fancy,
+                          .try_recover_truncated = recover};
     slim_image img;
     double t0 = now_s();
     slim_status st = slim_image_decode(d, len, &o, &img, &err);
@@ -699,8 +702,9 @@ static int data_decode(int argc, char **argv)
     free(d);
     if (st)
         return fail("data decode", &err);
-    printf("%s: %dx%d, %d channel%s (%.2f ms)\n", pos[0], img.width, img.height, img.channels,
-           img.channels == 1 ? "" : "s", 1e3 * (t1 - t0));
+    printf("%s: %dx%d, %d channel%s (%.2f ms)%s\n", pos[0], img.width, img.height, img.channels,
+           img.channels == 1 ? "" : "s", 1e3 * (t1 - t0),
+           img.truncated ? "; truncated: the rows after the end of the data are gray" : "");
     if (out) {
         st = slim_image_write_png(out, &img, &err);
         if (!st)

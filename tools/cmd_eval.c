@@ -22,7 +22,7 @@ static const flag_def eval_flags[] = {
     {"model_name", FLAG_STR, E(model_name), 0, "zoo model (default: the one the checkpoint names)"},
     {"model", FLAG_STR, E(model_path), 0, "a model file (YAML)"},
     {"plugin", FLAG_LIST, E(plugins), E(n_plugins), "load an op plugin (repeatable)"},
-    {"set", FLAG_LIST, E(defines), E(n_defines),
+    {"set", FLAG_DEFINES, E(defines), E(n_defines),
      "override a var: of the model file, NAME=VALUE; repeatable (default: the checkpoint's)"},
     {"num_classes", FLAG_INT, E(num_classes), 0, "classes of the head (default: the dataset's)"},
     {"eval_image_size", FLAG_INT, E(eval_image_size), 0,
@@ -32,6 +32,8 @@ static const flag_def eval_flags[] = {
     {"dataset_split_name", FLAG_STR, E(dataset_split_name), 0, "split (default: test/validation)"},
     {"file_pattern", FLAG_STR, E(file_pattern), 0, "shards or image folders instead of a dataset"},
     {"preprocessing_name", FLAG_STR, E(preprocessing_name), 0, "recipe (default: the model's)"},
+    {"use_grayscale", FLAG_BOOL, E(use_grayscale), 0,
+     "images to gray before the recipe's normalization (as train's)"},
     {"batch_size", FLAG_INT, E(batch_size), 0, "examples per batch (100)"},
     {"max_num_batches", FLAG_I64, E(max_num_batches), 0,
      "evaluate only this many batches (0 = all)"},
@@ -117,7 +119,7 @@ int slim_cli_eval(int argc, char **argv, int first, char **pre, int pre_n)
     slim_eval_result r;
     slim_error e = {0};
     if (slim_eval(c, &r, &e)) {
-        fprintf(stderr, "slimrun eval: %s\n", e.msg);
+        slim_cli_error("eval", e.msg);
         return 1;
     }
     slim_eval_result_fini(&r);

@@ -41,7 +41,7 @@ static const flag_def predict_flags[] = {
     {"checkpoint_assignment_map", FLAG_STR, P(assignment_map), 0,
      "CKPT_SCOPE=MODEL_SCOPE,...: where the model's scopes are in the checkpoint"},
     {"plugin", FLAG_LIST, P(plugins), P(n_plugins), "load an op plugin (repeatable)"},
-    {"set", FLAG_LIST, P(defines), P(n_defines),
+    {"set", FLAG_DEFINES, P(defines), P(n_defines),
      "override a var: of the model file, NAME=VALUE; repeatable (default: the checkpoint's)"},
     {"input_npy", FLAG_STR, P(input_npy), 0,
      "predict on a NumPy float32 batch instead of image files (N,H,W,C, or N,C,H,W for a model "
@@ -246,7 +246,7 @@ static int predict_main(int argc, char **argv)
     }
     goto done;
 fail:
-    fprintf(stderr, "slimrun predict: %s\n", e.msg);
+    slim_cli_error("predict", e.msg);
     rc = 1;
 done:
     free(probs);

@@ -26,12 +26,16 @@ static void on_progress(const slim_train_progress *p, void *user)
     if (p->processes > 1)
         snprintf(comm, sizeof comm, " (%d processes)  comm wait %.0f%%", p->processes,
                  100 * p->comm_wait);
-    char line[512];
-    snprintf(line, sizeof line,
-             "step %s  epoch %.2f  loss %.4f  accuracy %.3f%s  lr %.4g  %.0f images/s%s  "
-             "input wait %.0f%%  ETA %s",
-             steps, p->epoch, p->loss, p->accuracy, norm, p->learning_rate, p->images_per_sec, comm,
-             100 * p->input_wait, eta);
+    char line[600];
+    const char *b = slim_cli_sgr(2, "1"), *lo = slim_cli_sgr(2, "1;36"),
+               *ac = slim_cli_sgr(2, "1;32"),
+               *wt = slim_cli_sgr(2, p->input_wait > 0.2 ? "1;33" : "0"), *o = slim_cli_sgr(2, "0");
+    snprintf(
+        line, sizeof line,
+        "%sstep %s%s  epoch %.2f  loss %s%.4f%s  accuracy %s%.3f%s%s  lr %.4g  %.0f images/s%s  "
+        "input wait %s%.0f%%%s  ETA %s",
+        b, steps, o, p->epoch, lo, p->loss, o, ac, p->accuracy, o, norm, p->learning_rate,
+        p->images_per_sec, comm, wt, 100 * p->input_wait, o, eta);
     slim_cli_status_line(line);
 }
 
@@ -57,7 +61,7 @@ static const flag_def train_flags[] = {
      "a zoo model (models/NAME.yaml): lenet, cifarnet, vgg_16, inception_v1, resnet_v1_50, ..."},
     {"model", FLAG_STR, T(model_path), 0, "a model file (YAML) instead of a zoo name"},
     {"plugin", FLAG_LIST, T(plugins), T(n_plugins), "load an op plugin (repeatable)"},
-    {"set", FLAG_LIST, T(defines), T(n_defines),
+    {"set", FLAG_DEFINES, T(defines), T(n_defines),
      "override a var: of the model file, NAME=VALUE (depth_multiplier=0.5); repeatable"},
     {"num_classes", FLAG_INT, T(num_classes), 0,
      "classes of the head (default: the dataset's - labels_offset)"},
@@ -72,6 +76,8 @@ static const flag_def train_flags[] = {
      "shards or image folders (globs, comma separated) instead of a dataset"},
     {"preprocessing_name", FLAG_STR, T(preprocessing_name), 0,
      "recipe in models/pipelines (default: the model's)"},
+    {"use_grayscale", FLAG_BOOL, T(use_grayscale), 0,
+     "images to gray before the recipe's normalization (TF-Slim's; in every channel)"},
     {"batch_size", FLAG_INT, T(batch_size), 0, "examples per step (32)"},
     {"labels_offset", FLAG_INT, T(labels_offset), 0,
      "subtracted from every label (0; 1 for 1000-class ImageNet heads)"},
@@ -153,6 +159,9 @@ static const flag_def train_flags[] = {
      "CKPT_SCOPE=MODEL_SCOPE,...: where the model's scopes are in the checkpoint"},
     {"trainable_scopes", FLAG_STR, T(trainable_scopes), 0,
      "scopes trained (comma separated); the rest is frozen"},
+    {"train_frozen_batch_norm", FLAG_BOOL, T(train_frozen_batch_norm), 0,
+     "batch norm outside --trainable_scopes uses batch statistics and updates its moving "
+     "averages, as TF-Slim (default: frozen, moving statistics)"},
     {"ignore_missing_vars", FLAG_BOOL, T(ignore_missing_vars), 0,
      "parameters the checkpoint lacks keep their initial values"},
     SECTION("reporting:"),
@@ -162,6 +171,8 @@ static const flag_def train_flags[] = {
      "evaluate on --eval_split_name every N steps (0 = never)"},
     {"eval_split_name", FLAG_STR, T(eval_split_name), 0,
      "split evaluated during training (default: test/validation)"},
+    {"plot", FLAG_BOOL, offsetof(slim_cli_train_args, plot), 0,
+     "at the end, draw the run into --train_dir/metrics.png (slimrun plot; needs gnuplot)"},
     {"trace", FLAG_STR, T(trace_path), 0,
      "write a Chrome trace (Perfetto) of the first --trace_steps steps"},
     {"trace_steps", FLAG_INT, T(trace_steps), 0, "steps traced (50)"},
@@ -242,7 +253,7 @@ int slim_cli_train_args_parse(slim_cli_train_args *ta, const char *cmd, const ch
     flags_result *fr = &ta->flags;
     char err[1024];
     if (pre_n && flags_parse(train_flags, N_TRAIN_FLAGS, ta, pre_n, pre, 0, fr, err, sizeof err)) {
-        fprintf(stderr, "slimrun %s: run file: %s\n", cmd, err);
+        fprintf(stderr, "slimrun %s: %s\n", cmd, err); /* FILE:LINE:COL: ... */
         return 2;
     }
     if (flags_parse(train_flags, N_TRAIN_FLAGS, ta, argc, argv, first, fr, err, sizeof err)) {
@@ -318,7 +329,7 @@ int slim_cli_train(int argc, char **argv, int first, char **pre, int pre_n,
                 "%s\n",
                 (long long)res.skipped, res.skipped == 1 ? "" : "s", res.first_skip);
     if (st) {
-        fprintf(stderr, "slimrun train: %s\n", e.msg);
+        slim_cli_error("train", e.msg);
         return 1;
     }
     int n_proc;
@@ -335,6 +346,13 @@ int slim_cli_train(int argc, char **argv, int first, char **pre, int pre_n,
     fprintf(stderr, "trained to step %lld in %s (%.0f images/s); final loss %.4f; checkpoint %s\n",
             (long long)res.global_step, d, res.images_per_sec, res.final_loss,
             res.last_checkpoint[0] ? res.last_checkpoint : "(none new)");
+    if (ta.plot && c->train_dir) { /* a picture failing is a warning: the run is done */
+        char out[4200], perr[1024];
+        if (slim_cli_plot_train_dir(c->train_dir, out, sizeof out, perr, sizeof perr))
+            slim_cli_message(SLIM_LOG_WARN, perr, NULL);
+        else
+            fprintf(stderr, "plot: %s\n", out);
+    }
     return 0;
 }
 

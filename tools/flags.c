@@ -3,6 +3,8 @@
 
 #include "tools/flags.h"
 
+#include "dsl/dsl.h"
+
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,7 +59,7 @@ static const char **list_of(const flag_def *defs, const flag_def *d, flags_resul
 {
     int k = 0;
     for (const flag_def *x = defs; x < d; x++)
-        k += x->type == FLAG_LIST;
+        k += x->type == FLAG_LIST || x->type == FLAG_DEFINES;
     return k < FLAGS_MAX_LISTS ? res->list[k] : NULL;
 }
 
@@ -114,9 +116,20 @@ static int set_value(const flag_def *defs, const flag_def *d, void *base, const 
                  d->help);
         return 0;
     }
+    case FLAG_DEFINES:
     case FLAG_LIST: {
         int *cnt = (int *)((char *)base + d->off2);
         const char **list = list_of(defs, d, res);
+        const char *eq = strchr(v, '=');
+        if (d->type == FLAG_DEFINES && (!eq || eq == v)) {
+            snprintf(err, n, "--%s %s: expected NAME=VALUE", d->name, v);
+            return 2;
+        }
+        for (int k = 0; d->type == FLAG_DEFINES && list && k < *cnt; k++)
+            if (!strncmp(list[k], v, (size_t)(eq - v) + 1)) { /* the command line's wins */
+                list[k] = v;
+                return 0;
+            }
         if (*cnt >= FLAGS_MAX_LIST || !list) {
             snprintf(err, n, "--%s: at most %d values", d->name, list ? FLAGS_MAX_LIST : 0);
             return 2;
@@ -146,11 +159,29 @@ bool flags_given(const flags_result *res, const char *name)
     return false;
 }
 
+static int parse(const flag_def *defs, int n_defs, void *base, int argc, char **argv, int first,
+                 flags_result *res, char *err, size_t err_size, int *bad);
+
 int flags_parse(const flag_def *defs, int n_defs, void *base, int argc, char **argv, int first,
                 flags_result *res, char *err, size_t err_size)
 {
+    int bad = -1;
+    int rc = parse(defs, n_defs, base, argc, argv, first, res, err, err_size, &bad);
+    const char *w = rc && bad >= 0 ? runfile_where(argv[bad]) : NULL;
+    if (w) { /* a run file's value: its place in the file first */
+        char msg[1024];
+        snprintf(msg, sizeof msg, "%s", err);
+        snprintf(err, err_size, "%s: %s", w, msg);
+    }
+    return rc;
+}
+
+static int parse(const flag_def *defs, int n_defs, void *base, int argc, char **argv, int first,
+                 flags_result *res, char *err, size_t err_size, int *bad)
+{
     for (int i = first; i < argc; i++) {
         const char *a = argv[i];
+        *bad = i;
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
             res->help = true;
             continue;
@@ -229,31 +260,70 @@ void flags_usage(FILE *f, const char *usage, const flag_def *defs, int n_defs)
 
 /* ---- YAML run files ------------------------------------------------------------- */
 
-static int push_arg(int *argc, char ***argv, const char *key, const char *val)
+/* The run files loaded (slimrun run has one, two with its eval: section's
+ * inheritance): runfile_where looks arguments up in them. */
+static runfile *live[4];
+
+const char *runfile_where(const char *arg)
+{
+    for (int k = 0; k < 4; k++) {
+        const runfile *rf = live[k];
+        for (int i = 0; rf && i < rf->argc; i++)
+            if (rf->argv[i] == arg)
+                return rf->where[i];
+        for (int i = 0; rf && i < rf->eval_argc; i++)
+            if (rf->eval_argv[i] == arg)
+                return rf->eval_where[i];
+    }
+    return NULL;
+}
+
+static int push_arg(int *argc, char ***argv, char ***where, const char *key, const char *val,
+                    const char *path, const yaml_mark_t *m)
 {
     char **a = realloc(*argv, (size_t)(*argc + 2) * sizeof *a);
     if (!a)
         return -1;
     *argv = a;
-    size_t n = strlen(key) + strlen(val) + 4;
-    a[*argc] = malloc(n);
-    if (!a[*argc])
+    char **w = realloc(*where, (size_t)(*argc + 2) * sizeof *w);
+    if (!w)
         return -1;
+    *where = w;
+    a[*argc] = w[*argc] = NULL;
+    a[*argc + 1] = w[*argc + 1] = NULL;
+    size_t n = strlen(key) + strlen(val) + 4, wn = strlen(path) + 48;
+    a[*argc] = malloc(n);
+    w[*argc] = malloc(wn);
+    if (!a[*argc] || !w[*argc]) {
+        free(a[*argc]);
+        free(w[*argc]);
+        a[*argc] = w[*argc] = NULL;
+        return -1;
+    }
     snprintf(a[*argc], n, "--%s=%s", key, val);
+    snprintf(w[*argc], wn, "%s:%zu:%zu", path, m->line + 1, m->column + 1);
     (*argc)++;
-    a[*argc] = NULL;
     return 0;
 }
 
 void runfile_free(runfile *rf)
 {
-    for (int i = 0; i < rf->argc; i++)
+    for (int i = 0; i < rf->argc; i++) {
         free(rf->argv[i]);
-    for (int i = 0; i < rf->eval_argc; i++)
+        free(rf->where[i]);
+    }
+    for (int i = 0; i < rf->eval_argc; i++) {
         free(rf->eval_argv[i]);
+        free(rf->eval_where[i]);
+    }
     free(rf->argv);
     free(rf->eval_argv);
+    free(rf->where);
+    free(rf->eval_where);
     free(rf->command);
+    for (int k = 0; k < 4; k++)
+        if (live[k] == rf)
+            live[k] = NULL;
     memset(rf, 0, sizeof *rf);
 }
 
@@ -274,6 +344,7 @@ static int walk_map(yaml_document_t *doc, yaml_node_t *map, const char *path, ru
         const char *key = (const char *)k->data.scalar.value;
         int *argc = in_eval ? &rf->eval_argc : &rf->argc;
         char ***argv = in_eval ? &rf->eval_argv : &rf->argv;
+        char ***where = in_eval ? &rf->eval_where : &rf->where;
         if (!in_eval && !strcmp(key, "command") && v->type == YAML_SCALAR_NODE) {
             free(rf->command);
             rf->command = strdup((const char *)v->data.scalar.value);
@@ -287,7 +358,8 @@ static int walk_map(yaml_document_t *doc, yaml_node_t *map, const char *path, ru
             continue;
         }
         if (v->type == YAML_SCALAR_NODE) {
-            if (push_arg(argc, argv, key, (const char *)v->data.scalar.value))
+            if (push_arg(argc, argv, where, key, (const char *)v->data.scalar.value, path,
+                         &k->start_mark))
                 goto oom;
         } else if (v->type == YAML_SEQUENCE_NODE) {
             for (yaml_node_item_t *it = v->data.sequence.items.start;
@@ -298,7 +370,8 @@ static int walk_map(yaml_document_t *doc, yaml_node_t *map, const char *path, ru
                              v->start_mark.line + 1, v->start_mark.column + 1, key);
                     return 2;
                 }
-                if (push_arg(argc, argv, key, (const char *)e->data.scalar.value))
+                if (push_arg(argc, argv, where, key, (const char *)e->data.scalar.value, path,
+                             &e->start_mark))
                     goto oom;
             }
         } else {
@@ -328,8 +401,12 @@ int runfile_load(const char *path, runfile *rf, char *err, size_t n)
     yaml_parser_set_input_file(&parser, f);
     int rc = 0;
     if (!yaml_parser_load(&parser, &doc)) {
-        snprintf(err, n, "%s:%zu:%zu: %s", path, parser.problem_mark.line + 1,
-                 parser.problem_mark.column + 1, parser.problem ? parser.problem : "bad YAML");
+        char what[600];
+        int line, col;
+        slim__yaml_problem(parser.problem, parser.context, parser.problem_mark.line,
+                           parser.problem_mark.column, parser.context_mark.line,
+                           parser.context_mark.column, what, sizeof what, &line, &col);
+        snprintf(err, n, "%s:%d:%d: %s", path, line, col, what);
         yaml_parser_delete(&parser);
         fclose(f);
         return 2;
@@ -347,7 +424,14 @@ int runfile_load(const char *path, runfile *rf, char *err, size_t n)
     yaml_document_delete(&doc);
     yaml_parser_delete(&parser);
     fclose(f);
-    if (rc)
+    if (rc) {
         runfile_free(rf);
-    return rc;
+        return rc;
+    }
+    for (int k = 0; k < 4; k++)
+        if (!live[k]) {
+            live[k] = rf;
+            break;
+        }
+    return 0;
 }

@@ -21,6 +21,7 @@ typedef enum flag_type {
     FLAG_NOTE,      /* accepted and ignored with a note (TF-Slim's distribution flags) */
     FLAG_NOTE_BOOL, /* the same for a TF-Slim boolean: --name alone is true, --noname false */
     FLAG_LIST,      /* const char *const * with an int count at off2 (repeatable: --plugin) */
+    FLAG_DEFINES,   /* a FLAG_LIST of NAME=VALUE where a later NAME replaces an earlier (--set) */
 } flag_type;
 
 typedef struct flag_def {
@@ -61,8 +62,12 @@ typedef struct runfile {
     int eval_argc;
     char **eval_argv; /* the eval: section */
     bool has_eval;
+    char **where, **eval_where; /* "FILE:LINE:COL" of each argv / eval_argv entry */
 } runfile;
 int runfile_load(const char *path, runfile *rf, char *err, size_t err_size);
 void runfile_free(runfile *rf);
+/* "FILE:LINE:COL" of an argument a loaded run file holds (the pointer in its
+ * argv or eval_argv), or NULL: flags_parse puts it before its errors. */
+const char *runfile_where(const char *arg);
 
 #endif

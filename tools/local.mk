@@ -15,6 +15,19 @@ readme-flags: tools/slimrun$(EXEEXT)
 	@top_srcdir=$(top_srcdir) top_builddir=$(top_builddir) \
 	  $(SHELL) $(top_srcdir)/tests/tools/readme_flags.sh --update
 .PHONY: readme-flags
+# slimrun.1: the --help texts through help2man (tools/man.sh adds every
+# command's), built and installed when configure found help2man.
+EXTRA_DIST += tools/man.sh
+if HAVE_HELP2MAN
+man1_MANS = tools/slimrun.1
+CLEANFILES += tools/slimrun.1 tools/slimrun.h2m
+tools/slimrun.1: tools/slimrun$(EXEEXT) $(top_srcdir)/tools/man.sh
+	$(AM_V_GEN)$(SHELL) $(top_srcdir)/tools/man.sh ./tools/slimrun$(EXEEXT) > tools/slimrun.h2m && \
+	  $(HELP2MAN) --no-info --section=1 --include=tools/slimrun.h2m \
+	    --name='train, evaluate and run image classifiers (TF-Slim in C)' \
+	    --output=$@ ./tools/slimrun$(EXEEXT)
+endif
+
 # What a new user hit (issue 31): flags, --set, messages, convert (TAP).
 TESTS += tests/tools/newcomer.sh
 EXTRA_DIST += tests/tools/newcomer.sh

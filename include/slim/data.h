@@ -122,7 +122,8 @@ SLIM_EXPORT slim_status slim_example_serialize(const slim_example *ex, uint8_t *
 /* An 8-bit image, rows top to bottom, channels interleaved (H,W,C). */
 typedef struct slim_image {
     int height, width, channels;
-    uint8_t *data; /* malloc'ed; slim_image_fini frees it */
+    uint8_t *data;  /* malloc'ed; slim_image_fini frees it */
+    bool truncated; /* a JPEG that ended early, decoded with try_recover_truncated */
 } slim_image;
 
 typedef struct slim_decode_opts {
@@ -132,6 +133,9 @@ typedef struct slim_decode_opts {
     const char *name;        /* what errors call the data ("file.jpg", "shard: record 7") */
     bool dct_fast;           /* JPEG: tf.image.decode_jpeg's dct_method INTEGER_FAST */
     bool no_fancy_upscaling; /* JPEG: its fancy_upscaling false (box chroma upsampling) */
+    /* JPEG: tf.image.decode_jpeg's try_recover_truncated: a file that ends
+     * early decodes (the missing rows gray) instead of failing */
+    bool try_recover_truncated;
 } slim_decode_opts;
 
 typedef enum slim_image_format {
@@ -250,6 +254,9 @@ typedef struct slim_pipeline_opts {
     /* Decoding shortcuts (default on): ROI decoding of the crop, and DCT-scaled
      * decoding when the output is at most half the crop in both directions. */
     bool no_roi_decode, no_dct_scaling;
+    /* TF-Slim's --use_grayscale: an rgb_to_grayscale step before the recipe's
+     * normalization; the gray goes to every channel of a 3-channel model */
+    bool grayscale;
     /* Called from worker threads for every timed stage (NULL = none). */
     slim_pipeline_trace_fn trace;
     void *trace_user;

@@ -198,6 +198,11 @@ typedef struct slim_compile_opts {
     bool no_fusion;
     /* Training across processes (NULL = alone); copied by compile. */
     const slim_collective *collective;
+    /* With trainable_scopes: a batch_norm (any node that updates state)
+     * none of whose parameters is trained still normalizes with the batch's
+     * statistics and updates its moving averages, as TF-Slim's fine-tuning
+     * does; false (default): it runs as in inference (frozen). */
+    bool train_frozen_batch_norm;
 } slim_compile_opts;
 
 SLIM_EXPORT slim_status slim_graph_compile(slim_graph *g, const slim_compile_opts *opts,

@@ -95,7 +95,8 @@ typedef struct slim_train_config {
     const char *dataset_split_name; /* "train" */
     const char *file_pattern;       /* instead of a named dataset: shards/globs */
     const char *preprocessing_name; /* recipe; NULL = the model's (TF-Slim's factory) */
-    int batch_size;                 /* 32 */
+    bool use_grayscale; /* TF-Slim's: gray before the recipe's normalization (every channel) */
+    int batch_size;     /* 32 */
     int labels_offset;
     int num_readers;               /* 4 */
     int num_preprocessing_threads; /* 0 = auto (a share of num_threads) */
@@ -157,6 +158,10 @@ typedef struct slim_train_config {
     const char *checkpoint_exclude_scopes;
     const char *checkpoint_assignment_map; /* slim_restore_opts.assignment_map */
     const char *trainable_scopes;
+    /* Batch norm outside trainable_scopes: false (default) frozen (moving
+     * statistics, kept); true as TF-Slim: batch statistics, moving averages
+     * updated (slim_compile_opts.train_frozen_batch_norm) */
+    bool train_frozen_batch_norm;
     bool ignore_missing_vars;
 
     /* reporting */
@@ -280,6 +285,7 @@ typedef struct slim_eval_config {
     const char *eval_dir;        /* metrics.jsonl and event files; NULL = none */
     const char *dataset_name, *dataset_dir, *dataset_split_name, *file_pattern;
     const char *preprocessing_name;
+    bool use_grayscale;      /* as slim_train_config's */
     int batch_size;          /* 100 */
     int64_t max_num_batches; /* 0 = the whole split */
     int labels_offset;

@@ -222,7 +222,7 @@ static void test_bad(void)
          "central_crop, distorted_bounding_box_crop, random_crop, central_crop_to, resize, "
          "aspect_preserving_resize, resize_with_crop_or_pad, pad, random_flip_left_right, "
          "random_brightness, random_saturation, random_hue, random_contrast, distort_color, clip, "
-         "normalize, subtract_mean, per_image_standardization"},
+         "normalize, subtract_mean, per_image_standardization, rgb_to_grayscale"},
         {"train:\n  - resize: {heigth: 3}\n",
          "bad.yaml:2:14: unknown parameter 'heigth' of step 'resize'; known: "
          "height,width,method,half_pixel_centers"},
@@ -534,6 +534,48 @@ static void test_inception_eval_and_dct(const uint8_t *jpg, size_t len, const ch
     runner_fini(&dct);
 }
 
+/* --use_grayscale: inception's eval with rgb_to_grayscale before its
+ * normalize is, in every channel, the gray of the colour output (the
+ * normalization is affine and the weights sum to 0.9999). */
+static void test_grayscale(const uint8_t *jpg, size_t len, const char *fname)
+{
+    runner col, gray;
+    slim_error err = {0};
+    bool ok = runner_init(&col, "inception", false, 64, true, false);
+    ok = ok && !slim__recipe_load("inception", NULL, &gray.r, &err) &&
+         !slim__recipe_add_grayscale(gray.r, false, &err) &&
+         !slim__prep_init(&gray.p, gray.r, false, 64, 64, 0, true, false, &err) &&
+         (gray.s = slim__prep_scratch_new());
+    int at = -1;
+    for (int i = 0; ok && i < gray.r->n_eval; i++)
+        if (gray.r->eval[i].op == PREP_GRAYSCALE)
+            at = i;
+    tap_ok(ok && at >= 0 && gray.r->eval[at + 1].op == PREP_NORMALIZE &&
+               gray.r->n_eval == col.r->n_eval + 1,
+           "%s: --use_grayscale puts rgb_to_grayscale just before inception's normalize", fname);
+    float *a = malloc(sizeof(float) * 64 * 64 * 3), *b = malloc(sizeof(float) * 64 * 64 * 3);
+    prep_trace t;
+    prep_input in = {.data = jpg, .len = len, .name = fname};
+    ok = ok && !slim__prep_run(&col.p, col.s, &in, 1, 0, 0, a, &t, &err) &&
+         !slim__prep_run(&gray.p, gray.s, &in, 1, 0, 0, b, &t, &err);
+    double d = 0, spread = 0;
+    for (int k = 0; ok && k < 64 * 64; k++) {
+        const float *c = a + 3 * k, *g = b + 3 * k;
+        double want = 0.2989 * c[0] + 0.5870 * c[1] + 0.1140 * c[2] - 0.0001;
+        for (int ch = 0; ch < 3; ch++)
+            d = fmax(d, fabs(g[ch] - want));
+        spread = fmax(spread, fabs(c[0] - c[1]));
+    }
+    tap_ok(ok && d < 1e-4 && spread > 0.05,
+           "%s: grayscale output = 0.2989 R + 0.587 G + 0.114 B of the colour one, in every "
+           "channel (max |diff| %.2g; colour channels differ by up to %.2f)",
+           fname, d, spread);
+    free(a);
+    free(b);
+    runner_fini(&col);
+    runner_fini(&gray);
+}
+
 static void test_vgg(const uint8_t *jpg, size_t len, const char *fname)
 {
     for (int training = 1; training >= 0; training--) {
@@ -800,6 +842,8 @@ int main(void)
             test_vgg(d, len, files[k]);
             test_inception_eval_and_dct(d, len, files[k]);
         }
+        if (k == 0)
+            test_grayscale(d, len, files[k]);
         if (k == 0) {
             test_golden(d, len);
             test_all_written(d, len, files[k]);

@@ -124,6 +124,194 @@ else
     skip "convert" "no $DATA/photos"
 fi
 
+# ---- messages that point the right way ------------------------------------------
+J=$DATA/jpeg/libjpeg-turbo
+if [ -f "$J/monkey12.jpg" ] && [ -f "$J/testorig.jpg" ]; then
+    "$SLIMRUN" data decode "$J/monkey12.jpg" --out="$T/m.png" > "$T/j12.log" 2>&1
+    check "a 12-bit JPEG: unsupported (not corrupt), what to do" sh -c \
+        "test $? = 1 && grep -q 'unsupported JPEG (not 8-bit samples' '$T/j12.log' &&
+         ! grep -q corrupt '$T/j12.log'"
+    # a lossless JPEG's frame header: testorig.jpg with its first SOF0 marker made SOF3
+    python3 -c "import sys; d = open(sys.argv[1], 'rb').read(); i = d.index(b'\xff\xc0')
+open(sys.argv[2], 'wb').write(d[:i] + b'\xff\xc3' + d[i + 2:])" \
+        "$J/testorig.jpg" "$T/lossless.jpg" 2> /dev/null ||
+        { od -An -v -tx1 "$J/testorig.jpg" | tr -s ' \n' '\n\n' | grep . |
+            awk 'prev == "ff" && $1 == "c0" && !done { $1 = "c3"; done = 1 } { prev = $1; print }' |
+            while read -r b; do printf "\\$(printf %o "0x$b")"; done > "$T/lossless.jpg"; }
+    "$SLIMRUN" data decode "$T/lossless.jpg" --out="$T/l.png" > "$T/jl.log" 2>&1
+    check "a lossless JPEG (SOF3): unsupported, lossless named" sh -c \
+        "test $? = 1 && grep -q 'unsupported JPEG (lossless' '$T/jl.log'"
+    : > "$T/empty.jpg"
+    "$SLIMRUN" data decode "$T/empty.jpg" --out="$T/e.png" > "$T/je.log" 2>&1
+    check "a 0-byte file: 'an empty file', no invented bytes" sh -c \
+        "test $? = 1 && grep -q 'empty.jpg: an empty file (0 bytes)' '$T/je.log' &&
+         ! grep -q 'starting' '$T/je.log'"
+    printf 'ab' > "$T/two.jpg"
+    "$SLIMRUN" data decode "$T/two.jpg" --out="$T/e.png" > "$T/j2.log" 2>&1
+    check "a 2-byte file: its 2 bytes only ('2 bytes, starting 61 62')" \
+        grep -q '(2 bytes, starting 61 62)' "$T/j2.log"
+    # truncated: the first 3000 bytes of testorig.jpg
+    head -c 3000 "$J/testorig.jpg" > "$T/trunc.jpg"
+    "$SLIMRUN" data decode "$T/trunc.jpg" --out="$T/t0.png" > "$T/t0.log" 2>&1
+    check "a truncated JPEG fails by default (Premature end)" sh -c \
+        "test $? = 1 && grep -q 'Premature end' '$T/t0.log' && test ! -e '$T/t0.png'"
+    "$SLIMRUN" data decode "$T/trunc.jpg" --out="$T/t1.png" --try_recover_truncated \
+        > "$T/t1.log" 2>&1
+    check "--try_recover_truncated: decoded at full size (227x149), said truncated" sh -c \
+        "test $? = 0 && grep -q '227x149, 3 channels' '$T/t1.log' &&
+         grep -q 'truncated: the rows after the end of the data are gray' '$T/t1.log'"
+    "$SLIMRUN" data decode "$J/testorig.jpg" --out="$T/t2.png" --try_recover_truncated \
+        > "$T/t2.log" 2>&1
+    check "--try_recover_truncated on a whole file: no truncation said" sh -c \
+        "test $? = 0 && ! grep -q truncated '$T/t2.log'"
+else
+    skip "JPEG messages" "no $J"
+fi
+printf '\010\001\022\004onnx\000\001\002' > "$T/model.onnx"
+"$SLIMRUN" inspect "$T/model.onnx" > "$T/onnx.log" 2>&1
+check "an .onnx given as a model: said to be ONNX, not a YAML syntax error" sh -c \
+    "test $? != 0 && grep -q 'model.onnx is an ONNX model' '$T/onnx.log' &&
+     ! grep -q 'YAML syntax' '$T/onnx.log'"
+"$SLIMRUN" inspect "$T/s/model.ckpt-2.slimckpt" > "$T/ck.log" 2>&1
+check "a checkpoint given as a model: said to be a checkpoint" \
+    grep -q 'is a slim checkpoint, not a model file' "$T/ck.log"
+printf 'name: T\nnum_classes: 10\nvars:\n  a: [1, 2\n  b: 3\nlayers: []\n' > "$T/flow.yaml"
+"$SLIMRUN" inspect "$T/flow.yaml" > "$T/flow.log" 2>&1
+check "an unclosed [ : reported at its line (4:6), not libyaml's next line" \
+    grep -q 'flow.yaml:4:6: YAML syntax error: this \[ list is not closed' "$T/flow.log"
+printf 'name: T\nvars:\n  a: "abc\n  b: 3\n' > "$T/quote.yaml"
+"$SLIMRUN" inspect "$T/quote.yaml" > "$T/quote.log" 2>&1
+check "an unclosed quote: reported where it opens (3:6)" \
+    grep -q 'quote.yaml:3:6: YAML syntax error: this quoted string is not closed' "$T/quote.log"
+printf 'name: T\nvars:\n  a: 1\n  b 2\n  c: 3\n' > "$T/colon.yaml"
+"$SLIMRUN" inspect "$T/colon.yaml" > "$T/colon.log" 2>&1
+check "a key without its ':': reported on its line (4:3), not the next" \
+    grep -q "colon.yaml:4:3: YAML syntax error: no ':' after this key" "$T/colon.log"
+printf 'model: %s\nsynthetic: true\nmax_number_of_steps: 1\nlearning_rat: 0.1\ntrain_dir: %s/r\n' \
+    "$T/tiny.yaml" "$T" > "$T/run.yaml"
+"$SLIMRUN" run "$T/run.yaml" > "$T/run.log" 2>&1
+check "a run file's unknown flag: FILE:LINE:COL (4:1) and the suggestion" sh -c \
+    "test $? = 2 &&
+     grep -q 'run.yaml:4:1: unknown flag --learning_rat (did you mean --learning_rate?)' '$T/run.log'"
+printf 'model: %s\nsynthetic: true\nbatch_size: many\n' "$T/tiny.yaml" > "$T/run2.yaml"
+"$SLIMRUN" run "$T/run2.yaml" > "$T/run2.log" 2>&1
+check "a run file's bad value: its line (3:1)" \
+    grep -q 'run2.yaml:3:1: --batch_size=many: expected an integer' "$T/run2.log"
+printf 'model: %s\nsynthetic: true\nset:\n  - width=4\nmax_number_of_steps: 1\ntrain_dir: %s/r3\n' \
+    "$T/tiny.yaml" "$T" > "$T/run3.yaml"
+"$SLIMRUN" run "$T/run3.yaml" --batch_size=8 > "$T/run3.log" 2>&1
+check "a run file's set: list is --set (Tiny: 7890 parameters at width 4)" \
+    grep -q 'Tiny: 7890 parameters' "$T/run3.log"
+rm -rf "$T/r3"
+"$SLIMRUN" run "$T/run3.yaml" --batch_size=8 --set width=2 > "$T/run4.log" 2>&1
+check "--set after the run file replaces its width=4 (width 2: 3950 parameters)" \
+    grep -q 'Tiny: 3950 parameters' "$T/run4.log"
+
+# ---- fine-tuning with --trainable_scopes: the header and batch norm ---------------
+printf '%s\n' 'name: BN' 'num_classes: 10' 'image_size: 12' 'channels: 1' 'layers:' \
+    '  - conv2d:     {name: conv1, num_outputs: 4, kernel_size: 3, activation: none}' \
+    '  - batch_norm: {name: conv1/BatchNorm}' \
+    '  - relu:       {name: relu1}' \
+    '  - flatten:    {name: Flatten}' \
+    '  - fully_connected: {name: logits, num_outputs: $num_classes, activation: none}' \
+    > "$T/bn.yaml"
+bn() { "$SLIMRUN" train --model="$T/bn.yaml" --synthetic --batch_size=8 --seed=3 "$@"; }
+bneval() {
+    "$SLIMRUN" eval --checkpoint_path="$1" --synthetic --batch_size=8 --max_num_batches=2 2>&1 |
+        sed -n 's/.*  loss \([0-9.]*\) .*/\1/p'
+}
+bn --train_dir="$T/bn0" --max_number_of_steps=3 --num_threads=1 > "$T/bn0.log" 2>&1
+check "--num_threads=1: the header says the input worker goes over the budget" \
+    grep -q '1 model thread + 1 input worker (2 threads on --num_threads=1 cores' "$T/bn0.log"
+bn --train_dir="$T/bn1" --checkpoint_path="$T/bn0" --trainable_scopes=BN/logits \
+    --learning_rate=1e-30 --max_number_of_steps=6 > "$T/bn1.log" 2>&1
+check "--trainable_scopes=BN/logits: the header counts the head's 12*12*4*10+10 = 5770" \
+    grep -q '5822 parameters (5770 trained: --trainable_scopes)' "$T/bn1.log"
+check "... and says the batch norm outside is frozen, naming --train_frozen_batch_norm" sh -c \
+    "grep -q 'frozen: [0-9]* batch-norm statistics tensors' '$T/bn1.log' &&
+     grep -q -- '--train_frozen_batch_norm' '$T/bn1.log'"
+bn --train_dir="$T/bn2" --checkpoint_path="$T/bn0" --trainable_scopes=BN/logits \
+    --learning_rate=1e-30 --max_number_of_steps=6 --train_frozen_batch_norm > "$T/bn2.log" 2>&1
+l0=$(bneval "$T/bn0")
+l1=$(bneval "$T/bn1")
+l2=$(bneval "$T/bn2")
+check "learning rate 1e-30, frozen: the moving statistics kept (eval loss $l1 = $l0)" \
+    test -n "$l0" -a "$l0" = "$l1"
+check "--train_frozen_batch_norm: the moving averages updated (eval loss $l2 != $l0)" \
+    test -n "$l2" -a "$l2" != "$l0"
+
+# ---- slimrun plot ---------------------------------------------------------------
+png_size() {
+    od -An -tu1 -j16 -N8 "$1" | awk '{ print $1*16777216 + $2*65536 + $3*256 + $4,
+                                             $5*16777216 + $6*65536 + $7*256 + $8 }'
+}
+if command -v gnuplot > /dev/null 2>&1; then
+    train --train_dir="$T/pa" --max_number_of_steps=30 --log_every_n_steps=2 \
+        --eval_every_n_steps=10 --plot > "$T/pa.log" 2>&1
+    check "train --plot: draws --train_dir/metrics.png at the end (a 1200x750 PNG)" sh -c \
+        "grep -q 'plot: $T/pa/metrics.png' '$T/pa.log' &&
+         test \"\$(od -An -tx1 -N8 '$T/pa/metrics.png' | tr -d ' \n')\" = 89504e470d0a1a0a &&
+         test \"$(png_size "$T/pa/metrics.png" 2> /dev/null)\" = '1200 750'"
+    train --train_dir="$T/pb" --max_number_of_steps=30 --log_every_n_steps=2 \
+        --learning_rate=0.05 > /dev/null 2>&1
+    "$SLIMRUN" plot "$T/pa" "$T/pb" --out="$T/both.svg" --title="two runs" > "$T/pl.log" 2>&1
+    check "plot RUN RUN --out=X.svg: exit 0, an SVG" sh -c \
+        "test $? = 0 && grep -q '<svg' '$T/both.svg' && grep -q 'wrote $T/both.svg' '$T/pl.log'"
+    check "... five panels: loss, accuracy, learning rate, images/s, input wait" sh -c \
+        "for t in '>loss<' '>accuracy<' '>learning rate<' '>images/s<' '>input wait<'; do
+             grep -q \"\$t\" '$T/both.svg' || exit 1; done"
+    check "... both runs in the legend, the title, and the evaluations" sh -c \
+        "grep -q '>pa<' '$T/both.svg' && grep -q '>pb<' '$T/both.svg' &&
+         grep -q '>two runs<' '$T/both.svg' && grep -q '>eval<' '$T/both.svg'"
+    check "... drawn: the SVG has line paths (over 20)" \
+        test "$(grep -c '<path' "$T/both.svg")" -gt 20
+    "$SLIMRUN" plot "$T/pa" --gnuplot="$T/no-such-gnuplot" > "$T/ng.log" 2>&1
+    check "no gnuplot: exit 1, says what to install" sh -c \
+        "test $? = 1 && grep -q 'apt-get install gnuplot-nox' '$T/ng.log'"
+    mkdir -p "$T/notrun"
+    "$SLIMRUN" plot "$T/notrun" > "$T/nr.log" 2>&1
+    check "a folder without metrics.jsonl: exit 1, named" sh -c \
+        "test $? = 1 && grep -q 'notrun has no metrics.jsonl' '$T/nr.log'"
+    "$SLIMRUN" plot "$T/pa" --out="$T/x.jpg" > "$T/xj.log" 2>&1
+    check "--out=x.jpg: a usage error (png or svg)" test $? = 2
+else
+    skip "slimrun plot" "no gnuplot (apt-get install gnuplot-nox)"
+fi
+
+# ---- colour: on a terminal only, never with NO_COLOR ------------------------------
+if command -v script > /dev/null 2>&1; then
+    esc=$(printf '\033')
+    run_tty() { script -qec "$1" /dev/null > "$2" 2>&1; }
+    run_tty "'$SLIMRUN' train --model='$T/tiny.yaml' --synthetic --batch_size=8 \
+        --train_dir='$T/col1' --max_number_of_steps=2 --log_every_n_steps=1" "$T/col1.log"
+    check "on a terminal: the progress line's loss in colour (ESC[1;36m)" \
+        grep -q "${esc}\[1;36m" "$T/col1.log"
+    run_tty "NO_COLOR=1 '$SLIMRUN' train --model='$T/tiny.yaml' --synthetic --batch_size=8 \
+        --train_dir='$T/col2' --max_number_of_steps=2 --log_every_n_steps=1" "$T/col2.log"
+    check "NO_COLOR=1 on a terminal: no colour (no ESC[...m)" sh -c \
+        "grep -q 'step 2/2' '$T/col2.log' && ! grep -q '${esc}\[[0-9;]*m' '$T/col2.log'"
+    run_tty "'$SLIMRUN' eval --checkpoint_path='$T/nowhere' --synthetic" "$T/col3.log"
+    check "an error on a terminal: 'slimrun eval:' in red" grep -q "${esc}\[1;31mslimrun eval:" \
+        "$T/col3.log"
+    "$SLIMRUN" train --model="$T/tiny.yaml" --synthetic --batch_size=8 --train_dir="$T/col4" \
+        --max_number_of_steps=2 --log_every_n_steps=1 > "$T/col4.log" 2>&1
+    check "not a terminal: no escape sequences at all" sh -c \
+        "grep -q 'step 2/2' '$T/col4.log' && ! grep -q '$esc' '$T/col4.log'"
+else
+    skip "colour" "no script(1)"
+fi
+
+# ---- the man page ---------------------------------------------------------------
+if [ -f "$top_builddir/tools/slimrun.1" ]; then
+    M=$top_builddir/tools/slimrun.1
+    check "slimrun.1: a section-1 page with every command's flags (train, plot, --set)" sh -c \
+        "grep -q '^\.TH SLIMRUN \"1\"' '$M' && grep -q 'slimrun train' '$M' &&
+         grep -q 'slimrun plot' '$M' && grep -q 'train_image_size' '$M' &&
+         grep -q 'NO_COLOR' '$M'"
+else
+    skip "the man page" "not built (configure without help2man)"
+fi
+
 # ---- profile's advice names flags that exist ------------------------------------
 "$SLIMRUN" train --help > "$T/th.txt"
 "$SLIMRUN" convert --help > "$T/ch.txt" 2>&1
