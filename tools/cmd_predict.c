@@ -60,13 +60,15 @@ static bool exists(const char *p)
     return stat(p, &sb) == 0;
 }
 
-/* A checkpoint rather than a model: a directory (a train_dir) or a .slimckpt
- * file (model files are YAML; zoo names have no extension). */
+/* A checkpoint rather than a model: a directory (a train_dir), a .slimckpt
+ * file or a TensorFlow checkpoint's .index (model files are YAML; zoo names
+ * have no extension). */
 static bool is_checkpoint(const char *p)
 {
     struct stat sb;
     size_t l = strlen(p);
-    return (stat(p, &sb) == 0 && S_ISDIR(sb.st_mode)) || (l > 9 && !strcmp(p + l - 9, ".slimckpt"));
+    return (stat(p, &sb) == 0 && S_ISDIR(sb.st_mode)) ||
+           (l > 9 && !strcmp(p + l - 9, ".slimckpt")) || (l > 6 && !strcmp(p + l - 6, ".index"));
 }
 
 static int predict_main(int argc, char **argv)
