@@ -72,7 +72,7 @@ typedef struct dnode {
 void slim__yaml_problem(const char *problem, const char *context, size_t problem_line,
                         size_t problem_col, size_t context_line, size_t context_col, char *what,
                         size_t n, int *line, int *col);
-/* A model file given a binary file (an .onnx, a checkpoint, an image): what
+/* A model file given a binary file (a checkpoint, an image, ...): what
  * it looks like and what to do, or NULL for text. */
 const char *slim__yaml_not_text(const char *file, const char *text, size_t len);
 

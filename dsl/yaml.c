@@ -303,16 +303,13 @@ void slim__yaml_problem(const char *problem, const char *context, size_t pl, siz
 
 const char *slim__yaml_not_text(const char *file, const char *text, size_t len)
 {
-    size_t n = len < 4096 ? len : 4096, fl = strlen(file);
+    size_t n = len < 4096 ? len : 4096;
+    (void)file;
     bool binary = false;
     for (size_t i = 0; i < n && !binary; i++)
         binary = text[i] == 0 || (text[i] > 0 && text[i] < 32 && !strchr("\t\n\r\f\v\b", text[i]));
     if (!binary)
         return NULL;
-    if (fl > 5 && !strcmp(file + fl - 5, ".onnx"))
-        return "an ONNX model (binary protobuf), not a model file (YAML): ONNX models are "
-               "imported (slimrun import, README: ONNX); a model file is written as in README: "
-               "Writing a model";
     if (memmem(text, n, "slim-checkpoint", 15))
         return "a slim checkpoint, not a model file (YAML): give it as --checkpoint_path (or "
                "CHECKPOINT to predict), with the model it was trained from";
@@ -320,7 +317,8 @@ const char *slim__yaml_not_text(const char *file, const char *text, size_t len)
         return "a JPEG image, not a model file (YAML)";
     if (n >= 8 && !memcmp(text, "\x89PNG", 4))
         return "a PNG image, not a model file (YAML)";
-    return "a binary file, not a model file (YAML text: README: Writing a model)";
+    return "a binary file, not a model file (YAML text, README: The model language; an ONNX "
+           "model is read from a file named *.onnx)";
 }
 
 static slim_status yaml_problem(yaml_parser_t *p, const char *file, slim_error *err)

@@ -167,11 +167,15 @@ open(sys.argv[2], 'wb').write(d[:i] + b'\xff\xc3' + d[i + 2:])" \
 else
     skip "JPEG messages" "no $J"
 fi
-printf '\010\001\022\004onnx\000\001\002' > "$T/model.onnx"
+printf '\010\001\022\004onnx\000\001\002' > "$T/model.bin"
+"$SLIMRUN" inspect "$T/model.bin" > "$T/bin.log" 2>&1
+check "a binary file given as a model: said to be binary (and where ONNX goes), not YAML" sh -c \
+    "test $? != 0 && grep -q 'model.bin is a binary file, not a model file' '$T/bin.log' &&
+     grep -q 'named \*.onnx' '$T/bin.log' && ! grep -q 'YAML syntax' '$T/bin.log'"
+cp "$T/model.bin" "$T/model.onnx"
 "$SLIMRUN" inspect "$T/model.onnx" > "$T/onnx.log" 2>&1
-check "an .onnx given as a model: said to be ONNX, not a YAML syntax error" sh -c \
-    "test $? != 0 && grep -q 'model.onnx is an ONNX model' '$T/onnx.log' &&
-     ! grep -q 'YAML syntax' '$T/onnx.log'"
+check "a damaged .onnx: the ONNX importer's message, not a YAML syntax error" sh -c \
+    "test $? != 0 && grep -q 'not an ONNX model' '$T/onnx.log' && ! grep -q 'YAML' '$T/onnx.log'"
 "$SLIMRUN" inspect "$T/s/model.ckpt-2.slimckpt" > "$T/ck.log" 2>&1
 check "a checkpoint given as a model: said to be a checkpoint" \
     grep -q 'is a slim checkpoint, not a model file' "$T/ck.log"
