@@ -583,6 +583,104 @@ const slim__attr_value *slim__attrs_get(const slim__attr_set *set, const char *n
     return NULL;
 }
 
+/* ---- editing a resolved set (the compiler's rewrites) ------------------------ */
+
+static slim_status value_copy(const slim__attr_value *src, slim__attr_value *dst)
+{
+    *dst = (slim__attr_value){.type = src->type, .n = src->n};
+    size_t n = (size_t)(src->n ? src->n : 1);
+    if (src->ints && !(dst->ints = malloc(n * sizeof *dst->ints)))
+        return SLIM_ENOMEM;
+    if (src->floats && !(dst->floats = malloc(n * sizeof *dst->floats)))
+        return SLIM_ENOMEM;
+    if (src->str && !(dst->str = strdup(src->str)))
+        return SLIM_ENOMEM;
+    if (src->ints)
+        memcpy(dst->ints, src->ints, (size_t)src->n * sizeof *dst->ints);
+    if (src->floats)
+        memcpy(dst->floats, src->floats, (size_t)src->n * sizeof *dst->floats);
+    return SLIM_OK;
+}
+
+slim_status slim__attrs_copy(const slim__attr_set *src, const slim_op_desc *desc,
+                             slim__attr_set *out)
+{
+    out->desc = desc;
+    out->values = calloc((size_t)(desc->n_attrs ? desc->n_attrs : 1), sizeof *out->values);
+    if (!out->values)
+        return SLIM_ENOMEM;
+    for (int j = 0; j < desc->n_attrs; j++) {
+        const slim_attr_spec *s = &desc->attrs[j];
+        const slim__attr_value *v = src ? slim__attrs_get(src, s->name) : NULL;
+        slim_status st = SLIM_EINVAL;
+        if (v && v->type == s->type && value_copy(v, &out->values[j]) == SLIM_OK)
+            st = check_value(s, &out->values[j], desc->name, NULL);
+        if (st != SLIM_OK) { /* not there or not valid here: the default */
+            value_fini(&out->values[j]);
+            st = s->def ? from_text(s, s->def, &out->values[j], desc->name, NULL) : SLIM_EINVAL;
+        }
+        if (st != SLIM_OK) {
+            slim__attrs_fini(out);
+            return st;
+        }
+    }
+    return SLIM_OK;
+}
+
+/* The schema entry and value slot of attribute name, or an error. */
+static slim_status slot_of(slim__attr_set *set, const char *name, const slim_attr_spec **s,
+                           slim__attr_value **v, slim_error *err)
+{
+    for (int j = 0; j < set->desc->n_attrs; j++)
+        if (strcmp(set->desc->attrs[j].name, name) == 0) {
+            *s = &set->desc->attrs[j];
+            *v = &set->values[j];
+            return SLIM_OK;
+        }
+    return slim__error(err, SLIM_EINVAL, "op %s has no attribute '%s'", set->desc->name, name);
+}
+
+/* Replace *v by nv once it passes s's checks. */
+static slim_status replace(const slim_attr_spec *s, slim__attr_value *v, slim__attr_value *nv,
+                           const char *opname, slim_status st, slim_error *err)
+{
+    if (st == SLIM_OK)
+        st = check_value(s, nv, opname, err);
+    if (st != SLIM_OK) {
+        value_fini(nv);
+        return st == SLIM_ENOMEM ? slim__error(err, st, "out of memory") : st;
+    }
+    value_fini(v);
+    *v = *nv;
+    return SLIM_OK;
+}
+
+slim_status slim__attrs_set_text(slim__attr_set *set, const char *name, const char *text,
+                                 slim_error *err)
+{
+    const slim_attr_spec *s;
+    slim__attr_value *v, nv = {0};
+    slim_status st = slot_of(set, name, &s, &v, err);
+    if (st != SLIM_OK)
+        return st;
+    return replace(s, v, &nv, set->desc->name, from_text(s, text, &nv, set->desc->name, err), err);
+}
+
+slim_status slim__attrs_set_from(slim__attr_set *set, const char *name, const slim__attr_set *from,
+                                 const char *from_name, slim_error *err)
+{
+    const slim_attr_spec *s;
+    slim__attr_value *v, nv = {0};
+    slim_status st = slot_of(set, name, &s, &v, err);
+    if (st != SLIM_OK)
+        return st;
+    const slim__attr_value *fv = slim__attrs_get(from, from_name);
+    if (!fv || fv->type != s->type)
+        return slim__error(err, SLIM_ETYPE, "attribute '%s' of %s: %s has no %s '%s' to copy", name,
+                           set->desc->name, from->desc->name, type_name(s->type), from_name);
+    return replace(s, v, &nv, set->desc->name, value_copy(fv, &nv), err);
+}
+
 /* ---- infer accessors: priv points at a struct whose first member is the set */
 
 static const slim__attr_value *lookup(const slim_infer_ctx *c, const char *name)

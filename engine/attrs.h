@@ -28,6 +28,20 @@ void slim__attrs_fini(slim__attr_set *set);
 slim_status slim__attrs_check_schema(const slim_op_desc *desc, slim_error *err);
 const slim__attr_value *slim__attrs_get(const slim__attr_set *set, const char *name);
 
+/* A set of desc's attributes that owns its values: src's values of the same
+ * name and type where they pass desc's checks, desc's defaults for the rest
+ * (src may be NULL). Without an error message (SLIM_ENOMEM or, when a
+ * required attribute has no value, SLIM_EINVAL). */
+slim_status slim__attrs_copy(const slim__attr_set *src, const slim_op_desc *desc,
+                             slim__attr_set *out);
+/* Set attribute name of an owned set from text (as a default is written),
+ * or to the value of attribute from_name of set from (same type); checked
+ * against the schema. */
+slim_status slim__attrs_set_text(slim__attr_set *set, const char *name, const char *text,
+                                 slim_error *err);
+slim_status slim__attrs_set_from(slim__attr_set *set, const char *name, const slim__attr_set *from,
+                                 const char *from_name, slim_error *err);
+
 /* The infer ctx accessors over a slim__attr_set stored in ctx->priv's first field. */
 void slim__attrs_bind(slim_infer_ctx *c);
 

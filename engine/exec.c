@@ -12,8 +12,6 @@
 #include <string.h>
 #include <time.h>
 
-void slim__program_destroy(slim_program *p);
-
 typedef struct run_job {
     slim_program *p;
 } run_job;
@@ -250,6 +248,16 @@ slim_status slim_program_slot(slim_program *p, const char *param, int i, slim_te
     view->dtype = SLIM_F32;
     view->shape = p->g->tensors[t].d.shape;
     view->data = p->slots[k * p->n_slots + i];
+    return SLIM_OK;
+}
+
+slim_status slim_program_global_norm(const slim_program *p, float *norm, slim_error *err)
+{
+    if (!p || !p->arena || p->norm_step < 0)
+        return slim__error(err, SLIM_ENOTFOUND,
+                           "the program has no global gradient norm (compiled without "
+                           "clip_gradient_norm)");
+    *norm = *(const float *)p->steps[p->norm_step].out[1].data;
     return SLIM_OK;
 }
 

@@ -10,5 +10,10 @@ libslim_core_la_SOURCES += \
 	engine/graph.c engine/graph.h \
 	engine/names.c engine/names.h \
 	engine/init.c \
-	engine/compile.c \
+	engine/compile.c engine/compile.h \
+	engine/rewrite.c \
+	engine/autodiff.c \
+	engine/update.c \
+	engine/steps.c \
+	engine/plan.c \
 	engine/exec.c engine/program.h

@@ -82,3 +82,18 @@ void slim__names_fini(slim__names *m)
     free(m->val);
     *m = (slim__names){0};
 }
+
+bool slim__in_scopes(const char *name, const char *scopes)
+{
+    for (const char *s = scopes; s && *s;) {
+        while (*s == ',' || *s == ' ')
+            s++;
+        size_t len = strcspn(s, ",");
+        while (len && s[len - 1] == ' ')
+            len--;
+        if (len && strncmp(name, s, len) == 0)
+            return true;
+        s += strcspn(s, ",");
+    }
+    return false;
+}

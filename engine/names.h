@@ -25,4 +25,9 @@ bool slim__names_reserve(slim__names *m, int n);
 bool slim__names_put(slim__names *m, const char *name, int val);
 void slim__names_fini(slim__names *m);
 
+/* Whether name starts with one of the comma-separated prefixes in scopes
+ * (spaces around them ignored); never for NULL or an empty list. The
+ * compiler's trainable scopes and the checkpoint loader's exclusions. */
+bool slim__in_scopes(const char *name, const char *scopes);
+
 #endif

@@ -1,5 +1,6 @@
 /* engine/program.h - a compiled program: a flat schedule of kernel steps over
- * one planned arena. Shared by compile.c (which builds it) and exec.c. */
+ * one planned arena. Built by the compiler's passes (engine/compile.h), run
+ * and queried by exec.c. */
 #ifndef SLIM_ENGINE_PROGRAM_H
 #define SLIM_ENGINE_PROGRAM_H
 
@@ -27,6 +28,7 @@ typedef struct slim__step {
     int ws_buf;                              /* arena buffer, -1 = none */
     size_t ws_size;
     uint32_t reads_in, reads_out; /* backward: the forward inputs/outputs its kernel reads */
+    uint32_t keep_out;            /* outputs readable after the run (bit j: output j) */
     float lr_mult;
     uint32_t node_id;
     const char *name;
@@ -68,7 +70,8 @@ struct slim_program {
     size_t slot_bytes;
 
     int n_fwd, n_bwd, n_upd;
-    char **owned; /* strings the steps name (a chain's layer names joined) */
+    int norm_step; /* global-norm clipping: the step computing the norm, or -1 */
+    char **owned;  /* strings the steps name (a chain's layer names joined) */
     int n_owned;
     bool profiling;
     slim_node_time *times;
@@ -86,5 +89,7 @@ struct slim_program {
     const float *coll_src; /* the gradient the current wait step copies in */
     float coll_scale;
 };
+
+void slim__program_destroy(slim_program *p);
 
 #endif

@@ -35,24 +35,6 @@ void slim__rt_ckpt_tf_prefix(const char *dir, int64_t step, char *path, size_t n
     snprintf(path, n, "%s/" PREFIX "%lld", dir, (long long)step);
 }
 
-bool slim__rt_in_scopes(const char *name, const char *scopes)
-{
-    if (!scopes || !scopes[0])
-        return false;
-    const char *s = scopes;
-    while (*s) {
-        while (*s == ',' || *s == ' ')
-            s++;
-        size_t len = strcspn(s, ",");
-        while (len && s[len - 1] == ' ')
-            len--;
-        if (len && strncmp(name, s, len) == 0)
-            return true;
-        s += strcspn(s, ",");
-    }
-    return false;
-}
-
 /* ---- saving ------------------------------------------------------------------- */
 
 struct slim__rt_ckpt_writer {

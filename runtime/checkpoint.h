@@ -90,7 +90,4 @@ int slim__rt_ckpt_list(const char *dir, int64_t *steps, char (*paths)[1024], int
 /* Delete all but the newest keep checkpoints in dir (and stale temporary files). */
 void slim__rt_ckpt_prune(const char *dir, int keep);
 
-/* Does a parameter name fall under one of the comma-separated scopes? */
-bool slim__rt_in_scopes(const char *name, const char *scopes);
-
 #endif

@@ -7,6 +7,7 @@
 #include "runtime/ckpt_restore.h"
 
 #include "engine/error.h"
+#include "engine/names.h"
 
 #include <slim/model.h>
 
@@ -151,7 +152,7 @@ slim_status slim__ckpt_plan_make(slim__ckpt *c, slim_graph *g, const slim_restor
             p->status[i] = SLIM__PLAN_CONST; /* the model's own constants */
             continue;
         }
-        if (slim__rt_in_scopes(nm, excl)) {
+        if (slim__in_scopes(nm, excl)) {
             p->status[i] = SLIM__PLAN_EXCLUDED;
             p->n_excluded++;
             continue;
@@ -191,7 +192,7 @@ slim_status slim__ckpt_plan_make(slim__ckpt *c, slim_graph *g, const slim_restor
             continue;
         switch (e->kind) {
         case SLIM__CK_VALUE:
-            if (slim__rt_in_scopes(e->name, excl))
+            if (slim__in_scopes(e->name, excl))
                 p->n_unused_excluded++;
             else
                 p->n_unused++;
@@ -456,7 +457,7 @@ slim_status slim__ckpt_restore_from(slim__ckpt *c, slim__rt_ckpt_state *s, bool 
                 continue;
             char en[256]; /* names from the file, as text safe to print */
             slim__printable(e->name, en, sizeof en);
-            if (slim__rt_in_scopes(e->name, o ? o->exclude_scopes : NULL))
+            if (slim__in_scopes(e->name, o ? o->exclude_scopes : NULL))
                 report(o, "excluded %s %s\n", en, b);
             else
                 report(o, "unused %s (not in the model)\n", en);

@@ -18,6 +18,7 @@
 #include "runtime/train_internal.h"
 
 #include "engine/error.h"
+#include "engine/names.h"
 
 #include <errno.h>
 #include <math.h>
@@ -147,7 +148,7 @@ static slim_status freeze_state(slim__rt_trainer *t, slim_error *err)
         slim_tensor v;
         unsigned fl;
         slim_graph_param_at(t->g, i, &name, &v, &fl);
-        if ((fl & SLIM_PARAM_TRAINABLE) || slim__rt_in_scopes(name, t->c->trainable_scopes))
+        if ((fl & SLIM_PARAM_TRAINABLE) || slim__in_scopes(name, t->c->trainable_scopes))
             continue;
         size_t bytes = (size_t)slim_shape_numel(&v.shape) * sizeof(float);
         float *copy = malloc(bytes + 64);

@@ -5,6 +5,7 @@
 #include "runtime/train_internal.h"
 
 #include "engine/error.h"
+#include "engine/names.h"
 
 #include <limits.h>
 #include <math.h>
@@ -163,7 +164,7 @@ static void describe(slim__rt_trainer *t)
         unsigned fl;
         slim_graph_param_at(t->g, i, &name, &v, &fl);
         if ((fl & SLIM_PARAM_TRAINABLE) &&
-            (!scoped || slim__rt_in_scopes(name, c->trainable_scopes)))
+            (!scoped || slim__in_scopes(name, c->trainable_scopes)))
             trained += slim_shape_numel(&v.shape);
     }
     /* the input has a worker of its own even when the budget is one thread */
