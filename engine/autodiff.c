@@ -62,61 +62,39 @@ slim_status slim__autodiff(slim__build *b)
     return SLIM_OK;
 }
 
-static void k_acc(const slim_kernel_ctx *c)
-{
-    const float *x = c->in[0].data;
-    float *y = c->out[0].data;
-    int64_t lo, hi;
-    slim_split(slim_shape_numel(&c->out[0].shape), c->ith, c->nth, &lo, &hi);
-    for (int64_t i = lo; i < hi; i++)
-        y[i] += x[i];
-}
-
-static void k_seed(const slim_kernel_ctx *c)
-{
-    if (c->ith == 0)
-        ((float *)c->out[0].data)[0] = 1.0f;
-}
-
 /* d loss / d loss = 1. */
 static slim_status seed_step(slim__build *b)
 {
     slim_program *p = b->p;
-    slim_graph *g = b->g;
-    slim__step *s = slim__new_step(p, SLIM__STEP_SEED, -1);
-    if (!s)
-        return slim__oom(b->err);
-    s->fn = k_seed;
-    s->single = true;
-    s->name = "loss gradient";
-    s->n_out = 1;
-    int vo = slim__new_views(p, 1);
-    if (vo < 0)
-        return slim__oom(b->err);
-    p->steps[p->n_steps - 1].v_out = vo;
-    slim__set_view(p, vo, (slim_tensor_desc){SLIM_F32, g->tensors[g->loss].d.shape},
-                   p->gbuf[g->loss], NULL);
+    slim_tid loss = b->g->loss;
+    const slim_tensor_desc d = b->g->tensors[loss].d;
+    slim__infer_result r;
+    int s;
+    slim_status st = slim__role_step(b, SLIM__STEP_SEED, -1, SLIM__ROLE_LOSS_SEED, NULL, &d, 1,
+                                     "loss gradient", &r, &s);
+    if (st != SLIM_OK)
+        return st;
+    slim__set_view(p, p->steps[s].v_in, d, p->tbuf[loss], NULL);
+    slim__set_view(p, p->steps[s].v_out, r.out[0], p->gbuf[loss], NULL);
     return SLIM_OK;
 }
 
-/* part is added into tensor t's gradient after node n's backward step. */
-static slim_status acc_step(slim__build *b, int n, int part, slim_tid t)
+/* The partial gradient in buffer part is added into tensor t's gradient
+ * after node n's backward step. */
+static slim_status sum_step(slim__build *b, int n, int part, slim_tid t)
 {
     slim_program *p = b->p;
-    slim__step *s = slim__new_step(p, SLIM__STEP_ACC, n);
-    int v = slim__new_views(p, 2);
-    if (!s || v < 0)
-        return slim__oom(b->err);
-    s = &p->steps[p->n_steps - 1];
-    s->fn = k_acc;
-    s->name = b->nodes[n].name;
-    s->n_in = 1;
-    s->n_out = 1;
-    s->v_in = v;
-    s->v_out = v + 1;
-    slim_tensor_desc gd = {SLIM_F32, b->g->tensors[t].d.shape};
-    slim__set_view(p, v, gd, part, NULL);
-    slim__set_view(p, v + 1, gd, p->gbuf[t], NULL);
+    const slim_tensor_desc gd = {SLIM_F32, b->g->tensors[t].d.shape}, in[2] = {gd, gd};
+    slim__infer_result r;
+    int s;
+    slim_status st = slim__role_step(b, SLIM__STEP_ACC, n, SLIM__ROLE_GRADIENT_SUM, NULL, in, 2,
+                                     b->nodes[n].name, &r, &s);
+    if (st != SLIM_OK)
+        return st;
+    const int v = p->steps[s].v_in;
+    slim__set_view(p, v, gd, p->gbuf[t], NULL);
+    slim__set_view(p, v + 1, gd, part, NULL);
+    slim__set_view(p, p->steps[s].v_out, gd, p->gbuf[t], NULL);
     return SLIM_OK;
 }
 
@@ -189,7 +167,7 @@ static slim_status backward_step(slim__build *b, int n)
         }
     }
     for (int a = 0; a < n_acc; a++) {
-        slim_status st = acc_step(b, n, acc_from[a], acc_to[a]);
+        slim_status st = sum_step(b, n, acc_from[a], acc_to[a]);
         if (st != SLIM_OK)
             return st;
     }

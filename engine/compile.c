@@ -142,11 +142,7 @@ static slim_status name_steps(slim_program *p, slim_error *err)
     for (int s = 0; s < p->n_steps; s++) {
         const slim__step *sp = &p->steps[s];
         p->times[s].name = sp->name;
-        p->times[s].op = sp->op                          ? sp->op
-                         : sp->d                         ? sp->d->name
-                         : sp->kind == SLIM__STEP_ACC    ? "gradient_sum"
-                         : sp->kind == SLIM__STEP_UPDATE ? "global_norm"
-                                                         : "seed";
+        p->times[s].op = sp->op ? sp->op : sp->d->name;
         p->times[s].phase = sp->kind == SLIM__STEP_SEED ? 1 : (int)sp->kind;
     }
     return SLIM_OK;
@@ -209,7 +205,7 @@ static slim_status compile_program(slim_graph *g, const slim_compile_opts *opts,
     b.deferred = calloc((size_t)g->n_params + 1, sizeof(int));
     p->tbuf = malloc(nt * sizeof(int));
     p->gbuf = malloc(nt * sizeof(int));
-    p->n_infer = g->n_nodes + g->n_params + 1; /* nodes, updates, the global norm */
+    p->n_infer = g->n_nodes + g->n_params; /* nodes, updates */
     p->infer = calloc((size_t)p->n_infer + 1, sizeof *p->infer);
     slim_status st = SLIM_OK;
     if (!b.nodes || !b.node_training || !b.bwd || !b.fwd_step || !b.req || !b.live || !b.contrib ||

@@ -17,6 +17,7 @@
 #define SLIM_ENGINE_COMPILE_H
 
 #include "engine/program.h"
+#include "engine/registry.h"
 
 #define SLIM__ALIGN 64
 
@@ -75,8 +76,15 @@ int slim__new_buf(slim_program *p, size_t bytes);
 int slim__new_views(slim_program *p, int n);
 slim__step *slim__new_step(slim_program *p, slim__step_kind kind, int node);
 void slim__set_view(slim_program *p, int v, slim_tensor_desc d, int buf, void *data);
-/* A string the program keeps (step names), or NULL when out of memory. */
-const char *slim__keep(slim_program *p, char *s);
+/* Memory the program keeps and frees (step names, infer params), or NULL
+ * (s freed) when out of memory. */
+void *slim__keep(slim_program *p, void *s);
 size_t slim__desc_bytes(const slim_tensor_desc *d);
+/* A step (its index into *step) running the compiler's own op for role
+ * (engine/registry.h) on inputs described by in (attrs NULL: none), with
+ * its views and workspace; the caller binds the views. */
+slim_status slim__role_step(slim__build *b, slim__step_kind kind, int node, slim__role role,
+                            const slim__attr_set *attrs, const slim_tensor_desc *in, int n_in,
+                            const char *name, slim__infer_result *r, int *step);
 
 #endif

@@ -81,7 +81,8 @@ static void set_in_place(slim_infer_ctx *c, int out, int in)
 static void set_backward_in_place(slim_infer_ctx *c, int in, int out)
 {
     infer_priv *p = c->priv;
-    if (out >= 0 && out < p->r->n_out && out < 32 && in >= 0 && in < c->n_inputs)
+    if (out >= 0 && out < p->r->n_out && out < 32 && in >= 0 && in < c->n_inputs &&
+        in < SLIM_MAX_INPUTS)
         p->r->bwd_in_place[in] |= 1u << out;
 }
 
@@ -103,7 +104,7 @@ slim_status slim__node_infer(const slim_op_desc *d, const slim__attr_set *attrs,
                              const char *node_name, slim__infer_result *r, slim_error *err)
 {
     memset(r, 0, sizeof *r);
-    if (n_in < d->min_inputs || n_in > d->max_inputs) {
+    if (n_in < d->min_inputs || (n_in > d->max_inputs && !(d->flags & SLIM_OP_LIST))) {
         if (d->min_inputs == d->max_inputs)
             return slim__error(err, SLIM_EINVAL, "node '%s' (%s): takes %d input%s, got %d",
                                node_name, d->name, d->min_inputs, d->min_inputs == 1 ? "" : "s",

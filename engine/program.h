@@ -71,7 +71,7 @@ struct slim_program {
 
     int n_fwd, n_bwd, n_upd;
     int norm_step; /* global-norm clipping: the step computing the norm, or -1 */
-    char **owned;  /* strings the steps name (a chain's layer names joined) */
+    void **owned;  /* what steps point to: names (a chain's layers joined), params */
     int n_owned;
     bool profiling;
     slim_node_time *times;

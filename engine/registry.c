@@ -23,6 +23,18 @@ static const slim_op_desc *const builtins[] = {
 #undef SLIM_OP
 };
 
+static const slim_op_desc *const roles[SLIM__N_ROLES] = {
+#define SLIM_OP(name)
+#define SLIM_ROLE(role, name) [SLIM__ROLE_##role] = &slim__op_##name,
+#include "ops/ops.def"
+#undef SLIM_OP
+};
+
+const slim_op_desc *slim__role_op(slim__role role)
+{
+    return roles[role];
+}
+
 struct slim_registry {
     int n, cap;
     const slim_op_desc **ops;

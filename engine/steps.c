@@ -2,6 +2,7 @@
  * and the forward steps: one per live node, in graph order. */
 #include "engine/compile.h"
 #include "engine/error.h"
+#include "engine/registry.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -86,9 +87,9 @@ size_t slim__desc_bytes(const slim_tensor_desc *d)
     return (size_t)slim_shape_numel(&d->shape) * slim_dtype_size(d->dtype);
 }
 
-const char *slim__keep(slim_program *p, char *s)
+void *slim__keep(slim_program *p, void *s)
 {
-    char **owned = s ? realloc(p->owned, (size_t)(p->n_owned + 1) * sizeof *owned) : NULL;
+    void **owned = s ? realloc(p->owned, (size_t)(p->n_owned + 1) * sizeof *owned) : NULL;
     if (!owned) {
         free(s);
         return NULL;
@@ -96,6 +97,41 @@ const char *slim__keep(slim_program *p, char *s)
     p->owned = owned;
     owned[p->n_owned++] = s;
     return s;
+}
+
+slim_status slim__role_step(slim__build *b, slim__step_kind kind, int node, slim__role role,
+                            const slim__attr_set *attrs, const slim_tensor_desc *in, int n_in,
+                            const char *name, slim__infer_result *r, int *step)
+{
+    slim_program *p = b->p;
+    const slim_op_desc *d = slim__role_op(role);
+    const slim__attr_set none = {.desc = d};
+    slim_status st =
+        slim__node_infer(d, attrs ? attrs : &none, in, n_in, true, p->nth, name, r, b->err);
+    if (st != SLIM_OK)
+        return st;
+    if (r->params && !slim__keep(p, r->params))
+        return slim__oom(b->err);
+    slim__step *s = slim__new_step(p, kind, node);
+    int vi = slim__new_views(p, n_in), vo = slim__new_views(p, r->n_out);
+    int ws = r->ws_bytes ? slim__new_buf(p, r->ws_bytes) : -1;
+    if (!s || vi < 0 || vo < 0 || (r->ws_bytes && ws < 0))
+        return slim__oom(b->err);
+    s = &p->steps[p->n_steps - 1];
+    s->d = d;
+    s->params = r->params;
+    s->name = name;
+    s->n_in = n_in;
+    s->n_out = r->n_out;
+    s->v_in = vi;
+    s->v_out = vo;
+    s->ws_buf = ws;
+    s->ws_size = r->ws_bytes;
+    bool is_ref;
+    s->fn = slim__pick_kernel(d, false, false, &is_ref);
+    s->single = is_ref;
+    *step = p->n_steps - 1;
+    return SLIM_OK;
 }
 
 /* Buffer of a graph tensor's value (arena) or its parameter storage. */

@@ -11,54 +11,7 @@
 #include "engine/error.h"
 #include "engine/gemm.h"
 
-#include <math.h>
 #include <stdlib.h>
-
-/* Global-norm clipping (tf.clip_by_global_norm): inputs are the gradients of
- * every trained parameter; out[0] = clip / max(norm, clip) (NaN when the norm
- * is not finite, as TF), out[1] = the norm. The sum of squares is taken in
- * fixed chunks of GNORM_CHUNK elements, each in double, and the chunks are
- * added in order by one thread: the same bits at any thread count. */
-#define GNORM_CHUNK 4096
-
-typedef struct gnorm_params {
-    float clip;
-    int64_t n_chunks;
-} gnorm_params;
-
-static int64_t gnorm_chunks(const slim_tensor *t)
-{
-    return (slim_shape_numel(&t->shape) + GNORM_CHUNK - 1) / GNORM_CHUNK;
-}
-
-static void k_global_norm(const slim_kernel_ctx *c)
-{
-    const gnorm_params *gp = c->params;
-    double *part = c->ws;
-    int64_t lo, hi, first = 0; /* first chunk of tensor t */
-    slim_split(gp->n_chunks, c->ith, c->nth, &lo, &hi);
-    int t = 0;
-    for (int64_t j = lo; j < hi; j++) {
-        while (j - first >= gnorm_chunks(&c->in[t]))
-            first += gnorm_chunks(&c->in[t++]);
-        const float *g = c->in[t].data;
-        int64_t n = slim_shape_numel(&c->in[t].shape), a = (j - first) * GNORM_CHUNK;
-        int64_t e = a + GNORM_CHUNK < n ? a + GNORM_CHUNK : n;
-        double ss = 0;
-        for (int64_t i = a; i < e; i++)
-            ss += (double)g[i] * g[i];
-        part[j] = ss;
-    }
-    c->sync(c);
-    if (c->ith != 0)
-        return;
-    double total = 0;
-    for (int64_t j = 0; j < gp->n_chunks; j++)
-        total += part[j];
-    float norm = (float)sqrt(total);
-    *(float *)c->out[0].data = !isfinite(norm) ? NAN : norm > gp->clip ? gp->clip / norm : 1.0f;
-    *(float *)c->out[1].data = norm;
-}
 
 /* Check that b->opt is an update op (param, grad, its slots, maybe a gradient
  * scale), set p->n_slots and each slot's initial value (its descriptor's
@@ -280,48 +233,44 @@ slim_status slim__deferred_updates(slim__build *b)
     }
     if (!clip)
         return SLIM_OK;
-    int64_t chunks = 0;
-    for (int k = 0; k < b->n_deferred; k++)
-        chunks +=
-            (slim_shape_numel(&g->tensors[g->params[b->deferred[k]].t].d.shape) + GNORM_CHUNK - 1) /
-            GNORM_CHUNK;
-    slim__infer_result *r = &p->infer[g->n_nodes + g->n_params];
-    gnorm_params *gp = calloc(1, sizeof *gp);
-    if (!gp)
-        return slim__oom(b->err);
-    gp->clip = b->o->clip_gradient_norm;
-    gp->n_chunks = chunks;
-    r->params = gp;
-    slim__step *s = slim__new_step(p, SLIM__STEP_UPDATE, -1);
-    int vi = slim__new_views(p, b->n_deferred), vo = slim__new_views(p, 2);
-    int ws = slim__new_buf(p, (size_t)(chunks > 0 ? chunks : 1) * sizeof(double));
-    int sb = slim__new_buf(p, sizeof(float)), nb = slim__new_buf(p, sizeof(float));
-    if (!s || vi < 0 || vo < 0 || ws < 0 || sb < 0 || nb < 0)
-        return slim__oom(b->err);
-    s = &p->steps[p->n_steps - 1];
-    s->fn = k_global_norm;
-    s->params = gp;
-    s->name = "global_norm";
-    s->n_in = b->n_deferred;
-    s->n_out = 2;
-    s->v_in = vi;
-    s->v_out = vo;
-    s->ws_buf = ws;
-    s->ws_size = (size_t)(chunks > 0 ? chunks : 1) * sizeof(double);
-    s->node_id = (uint32_t)(g->n_nodes + g->n_params);
-    s->keep_out = 2u; /* the norm stays readable after the run */
-    p->norm_step = p->n_steps - 1;
+    const slim_op_desc *d = slim__role_op(SLIM__ROLE_GLOBAL_NORM);
+    slim_attrs *a = slim_attrs_new();
+    slim_tensor_desc *in = malloc((size_t)b->n_deferred * sizeof *in);
+    slim__attr_set set = {0};
+    slim_status st =
+        a && in ? slim_attrs_set_float(a, "clip", b->o->clip_gradient_norm) : SLIM_ENOMEM;
+    if (st == SLIM_OK)
+        st = slim__attrs_resolve(d, a, &set, b->err);
+    for (int k = 0; st == SLIM_OK && k < b->n_deferred; k++)
+        in[k] = (slim_tensor_desc){SLIM_F32, g->tensors[g->params[b->deferred[k]].t].d.shape};
+    slim__infer_result r;
+    int s = -1;
+    if (st == SLIM_OK)
+        st = slim__role_step(b, SLIM__STEP_UPDATE, -1, SLIM__ROLE_GLOBAL_NORM, &set, in,
+                             b->n_deferred, "global_norm", &r, &s);
+    slim__attrs_fini(&set);
+    slim_attrs_free(a);
+    free(in);
+    if (st != SLIM_OK)
+        return st == SLIM_ENOMEM ? slim__oom(b->err) : st;
+    const int vi = p->steps[s].v_in, vo = p->steps[s].v_out;
     for (int k = 0; k < b->n_deferred; k++) {
         slim_tid t = g->params[b->deferred[k]].t;
         slim__set_view(p, vi + k, (slim_tensor_desc){SLIM_F32, g->tensors[t].d.shape}, p->gbuf[t],
                        NULL);
     }
-    slim_tensor_desc scalar = {SLIM_F32, {0}};
-    slim__set_view(p, vo, scalar, sb, NULL);
-    slim__set_view(p, vo + 1, scalar, nb, NULL);
+    for (int j = 0; j < 2; j++) {
+        int ob = slim__new_buf(p, slim__desc_bytes(&r.out[j]));
+        if (ob < 0)
+            return slim__oom(b->err);
+        slim__set_view(p, vo + j, r.out[j], ob, NULL);
+    }
+    p->steps[s].node_id = (uint32_t)(g->n_nodes + g->n_params);
+    p->steps[s].keep_out = 2u; /* the norm stays readable after the run */
+    p->norm_step = s;
     b->scale_view = vo;
     for (int k = 0; k < b->n_deferred; k++) {
-        slim_status st = add_update(b, b->deferred[k]);
+        st = add_update(b, b->deferred[k]);
         if (st != SLIM_OK)
             return st;
     }

@@ -16,4 +16,5 @@ libslim_core_la_SOURCES += \
 	ops/lrn.c \
 	ops/loss.c \
 	ops/optim.c ops/optim_common.h \
-	ops/optim_adaptive.c
+	ops/optim_adaptive.c \
+	ops/grad.c

@@ -23,7 +23,8 @@ tests_ops_test_ops_SOURCES = tests/ops/test_ops.c tests/ops/harness.c tests/ops/
 	tests/ops/cases_optim_adaptive.c \
 	tests/ops/cases_transpose.c \
 	tests/ops/cases_reduce.c \
-	tests/ops/cases_layer_norm.c
+	tests/ops/cases_layer_norm.c \
+	tests/ops/cases_grad.c
 tests_ops_test_ops_LDADD = libslim_core.la
 TESTS += tests/ops/test_ops
 

@@ -26,11 +26,12 @@ extern "C" {
 /* The ABI version: major changes break plugins, minor ones only append. */
 #define SLIM_ABI_MAJOR 1
 #define SLIM_ABI_MINOR                                                                             \
-    5 /* 1.1: slim_op_desc.slots, n_slots (update ops' slots);                                     \
+    6 /* 1.1: slim_op_desc.slots, n_slots (update ops' slots);                                     \
          1.2: slim_infer_ctx.set_backward_reads;                                                   \
          1.3: slim_infer_ctx.set_in_place, set_backward_in_place;                                  \
          1.4: slim_kernel_ctx.replica, replicas, allreduce (data-parallel training);               \
-         1.5: slim_host.declare_onnx_op */
+         1.5: slim_host.declare_onnx_op;                                                           \
+         1.6: SLIM_OP_LIST */
 
 #if defined(__GNUC__)
 #define SLIM_EXPORT __attribute__((visibility("default")))
@@ -280,6 +281,10 @@ enum {
     SLIM_OP_RANDOM = 1u << 0, /* uses seed/step (dropout) */
     SLIM_OP_UPDATE = 1u << 1, /* an optimizer update op */
     SLIM_OP_LOSS = 1u << 2,   /* produces a scalar loss */
+    /* Since ABI 1.6: the inputs are a list of any length (n_inputs): a graph
+     * node still takes at most max_inputs, the compiler's own steps more
+     * (global_norm over every gradient). Kernels index in[] by n_inputs. */
+    SLIM_OP_LIST = 1u << 3,
 };
 
 /* An optimizer slot of an update op (SLIM_OP_UPDATE): per-parameter state the

@@ -345,6 +345,63 @@ static const slim_op_desc *noscale_op(slim_registry *reg)
     return &d;
 }
 
+/* More trained parameters (40) than a graph node takes inputs (32): the
+ * global norm step takes every gradient; loss = sum of |p_t|^2 / 2. */
+static void test_many_params(slim_registry *reg)
+{
+    enum { N = 40 };
+    slim_error err = {0};
+    slim_graph *g;
+    slim_graph_new(reg, &g, &err);
+    slim_init z = {.kind = SLIM_INIT_ZEROS};
+    slim_attrs *one = slim_attrs_new();
+    slim_attrs_set_float(one, "scale", 1.0);
+    slim_tid loss = -1;
+    char name[32];
+    for (int t = 0; t < N; t++) {
+        slim_tid pt, lt;
+        snprintf(name, sizeof name, "p%d", t);
+        slim_graph_param(g, name, &(slim_shape){1, {1 + 97 * t}}, &z, NULL, &pt, &err);
+        snprintf(name, sizeof name, "l%d", t);
+        slim_graph_add(g, "l2_loss", name, &pt, 1, one, &lt, 1, NULL, &err);
+        snprintf(name, sizeof name, "s%d", t);
+        if (loss < 0)
+            loss = lt;
+        else
+            slim_graph_add(g, "add", name, (slim_tid[]){loss, lt}, 2, NULL, &loss, 1, NULL, &err);
+    }
+    slim_attrs_free(one);
+    slim_graph_set_loss(g, loss, &err);
+    slim_graph_init_params(g, 0, &err);
+    double ss = 0;
+    for (int t = 0; t < N; t++) {
+        snprintf(name, sizeof name, "p%d", t);
+        float *v = param(g, name);
+        for (int i = 0; i <= 97 * t; i++) {
+            v[i] = (float)((i % 13) - 6) * 0.01f * (float)(t + 1);
+            ss += (double)v[i] * v[i];
+        }
+    }
+    slim_program *p;
+    slim_compile_opts co = {.training = true, .optimizer = "sgd_update", .clip_gradient_norm = 1};
+    slim_status st = slim_graph_compile(g, &co, &p, &err);
+    ok(st == SLIM_OK, "%d parameters with clip_gradient_norm compile%s%s", N, st ? ": " : "",
+       st ? err.msg : "");
+    if (st == SLIM_OK) {
+        float *p39 = param(g, "p39"), before = p39[1];
+        slim_program_run(p, &(slim_run_opts){.learning_rate = 0.1f}, &err);
+        float norm = 0;
+        slim_program_global_norm(p, &norm, &err);
+        double want = before - 0.1 * before / sqrt(ss);
+        ok(fabs(norm - sqrt(ss)) <= 1e-6 * sqrt(ss) && fabs(p39[1] - want) < 1e-6,
+           "the global norm over %d gradients is %.7g (want %.7g); p39[1] %.7g -> %.7g (want "
+           "%.7g)",
+           N, norm, sqrt(ss), before, p39[1], want);
+        slim_program_free(p);
+    }
+    slim_graph_free(g);
+}
+
 static void test_errors(slim_registry *reg)
 {
     slim_error err = {0};
@@ -517,6 +574,7 @@ int main(void)
     }
     test_known(reg);
     test_norm_threads(reg);
+    test_many_params(reg);
     static const char *const opts[] = {"sgd",     "momentum", "rmsprop", "adam",
                                        "adagrad", "adadelta", "ftrl"};
     for (size_t i = 0; i < sizeof opts / sizeof opts[0]; i++) {
