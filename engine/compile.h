@@ -22,7 +22,7 @@
 #define SLIM__ALIGN 64
 
 /* A node as the program runs it: the graph's, or what a rewrite made of it
- * (a conv2d that took in the batch_norm and relu after it). */
+ * (a convolution that took in the batch norm and activation after it). */
 typedef struct slim__cnode {
     const slim_op_desc *d;
     slim__attr_set attrs; /* the graph node's, or its own (owns_attrs) */

@@ -32,7 +32,7 @@ typedef struct slim__step {
     float lr_mult;
     uint32_t node_id;
     const char *name;
-    const char *op; /* the op's name, or what a fused step runs ("conv2d+batch_norm") */
+    const char *op; /* the op's name, or what a fused step runs (a rule's label) */
     /* resolved after the arena exists */
     slim_tensor *in, *out, *saved, *dout, *din;
     void *ws;

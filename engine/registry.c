@@ -1,7 +1,9 @@
-/* engine/registry.c - the op registry and the plugin loader.
+/* engine/registry.c - the op registry (ops and fusion rules) and the plugin
+ * loader.
  *
  * Built-in ops and plugins enter through the same check (slim_registry_add):
- * descriptor size stamp, name, arity, kernels, attribute schema. A plugin's
+ * descriptor size stamp, name, arity, kernels, attribute schema; fusion
+ * rules likewise (slim_registry_add_fusion). A plugin's
  * metadata (ABI major/minor, descriptor and host-table sizes) is checked
  * before its init runs, and every failure has its own message. */
 #include "engine/registry.h"
@@ -14,13 +16,23 @@
 #include <string.h>
 
 #define SLIM_OP(name) extern const slim_op_desc slim__op_##name;
+#define SLIM_FUSION(name) extern const slim_fusion_desc slim__fusion_##name;
 #include "ops/ops.def"
 #undef SLIM_OP
+#undef SLIM_FUSION
 
 static const slim_op_desc *const builtins[] = {
 #define SLIM_OP(name) &slim__op_##name,
 #include "ops/ops.def"
 #undef SLIM_OP
+};
+
+static const slim_fusion_desc *const builtin_rules[] = {
+#define SLIM_OP(name)
+#define SLIM_FUSION(name) &slim__fusion_##name,
+#include "ops/ops.def"
+#undef SLIM_OP
+#undef SLIM_FUSION
 };
 
 static const slim_op_desc *const roles[SLIM__N_ROLES] = {
@@ -36,9 +48,12 @@ const slim_op_desc *slim__role_op(slim__role role)
 }
 
 struct slim_registry {
-    int n, cap;
+    int n;
     const slim_op_desc **ops;
     char **origin; /* "built-in" or the plugin path, for duplicate messages */
+    int n_rules;
+    const slim_fusion_desc **rules; /* fusion rules, in the order they apply */
+    char **rule_origin;
     int n_handles, cap_handles;
     void **handles;
     char **handle_paths; /* realpath of each loaded plugin */
@@ -71,6 +86,29 @@ const slim_op_desc *slim_registry_at(const slim_registry *reg, int i)
     return reg && i >= 0 && i < reg->n ? reg->ops[i] : NULL;
 }
 
+/* A name of lower-case letters, digits and '_'; else an error about what. */
+static slim_status check_name(const char *what, const char *name, const char *origin,
+                              slim_error *err)
+{
+    if (!name || !name[0])
+        return slim__error(err, SLIM_EINVAL, "%s descriptor from %s has no name", what, origin);
+    for (const char *p = name; *p; p++)
+        if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '_'))
+            return slim__error(err, SLIM_EINVAL,
+                               "%s name '%s' from %s: use lower-case letters, digits and '_'", what,
+                               name, origin);
+    return SLIM_OK;
+}
+
+/* Room for one more origin; false when out of memory. */
+static bool grow_origin(char ***origin, int n)
+{
+    char **o = realloc(*origin, (size_t)(n + 1) * sizeof *o);
+    if (o)
+        *origin = o;
+    return o != NULL;
+}
+
 static slim_status add_from(slim_registry *reg, const slim_op_desc *d, const char *origin,
                             slim_error *err)
 {
@@ -79,13 +117,9 @@ static slim_status add_from(slim_registry *reg, const slim_op_desc *d, const cha
                            "op descriptor from %s has size %u, this engine expects %zu "
                            "(rebuild it against this slim's <slim/op.h>)",
                            origin, d ? d->struct_size : 0, sizeof(slim_op_desc));
-    if (!d->name || !d->name[0])
-        return slim__error(err, SLIM_EINVAL, "op descriptor from %s has no name", origin);
-    for (const char *p = d->name; *p; p++)
-        if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '_'))
-            return slim__error(err, SLIM_EINVAL,
-                               "op name '%s' from %s: use lower-case letters, digits and '_'",
-                               d->name, origin);
+    slim_status st = check_name("op", d->name, origin, err);
+    if (st != SLIM_OK)
+        return st;
     if (!d->infer || !d->forward)
         return slim__error(err, SLIM_EINVAL, "op %s from %s lacks %s", d->name, origin,
                            !d->infer ? "infer" : "forward");
@@ -102,28 +136,66 @@ static slim_status add_from(slim_registry *reg, const slim_op_desc *d, const cha
         return slim__error(err, SLIM_EEXIST, "op '%s' from %s is already registered (from %s)",
                            d->name, origin, reg->origin[i]);
     }
-    slim_status st = slim__attrs_check_schema(d, err);
+    st = slim__attrs_check_schema(d, err);
     if (st != SLIM_OK) {
         slim__error_prefix(err, "op %s from %s: ", d->name, origin);
         return st;
     }
-    if (reg->n == reg->cap) {
-        int cap = reg->cap ? 2 * reg->cap : 64;
-        const slim_op_desc **ops = realloc(reg->ops, (size_t)cap * sizeof *ops);
-        if (!ops)
-            return slim__error(err, SLIM_ENOMEM, "out of memory");
+    const slim_op_desc **ops = realloc(reg->ops, (size_t)(reg->n + 1) * sizeof *ops);
+    if (ops)
         reg->ops = ops;
-        char **orig = realloc(reg->origin, (size_t)cap * sizeof *orig);
-        if (!orig)
-            return slim__error(err, SLIM_ENOMEM, "out of memory");
-        reg->origin = orig;
-        reg->cap = cap;
-    }
-    reg->origin[reg->n] = strdup(origin);
-    if (!reg->origin[reg->n])
+    if (!ops || !grow_origin(&reg->origin, reg->n) || !(reg->origin[reg->n] = strdup(origin)))
         return slim__error(err, SLIM_ENOMEM, "out of memory");
     reg->ops[reg->n++] = d;
     return SLIM_OK;
+}
+
+static slim_status add_rule_from(slim_registry *reg, const slim_fusion_desc *f, const char *origin,
+                                 slim_error *err)
+{
+    if (!f || f->struct_size != sizeof(slim_fusion_desc))
+        return slim__error(err, SLIM_EABI,
+                           "fusion rule from %s has size %u, this engine expects %zu "
+                           "(rebuild it against this slim's <slim/op.h>)",
+                           origin, f ? f->struct_size : 0, sizeof(slim_fusion_desc));
+    slim_status st = check_name("fusion rule", f->name, origin, err);
+    if (st != SLIM_OK)
+        return st;
+    if (!f->anchor || !f->anchor[0] || !f->apply)
+        return slim__error(err, SLIM_EINVAL, "fusion rule %s from %s lacks %s", f->name, origin,
+                           !f->apply ? "apply" : "an anchor op");
+    for (int i = 0; i < reg->n_rules; i++)
+        if (strcmp(reg->rules[i]->name, f->name) == 0)
+            return slim__error(err, SLIM_EEXIST,
+                               "fusion rule '%s' from %s is already registered (from %s)", f->name,
+                               origin, reg->rule_origin[i]);
+    const slim_fusion_desc **rules =
+        realloc(reg->rules, (size_t)(reg->n_rules + 1) * sizeof *rules);
+    if (rules)
+        reg->rules = rules;
+    if (!rules || !grow_origin(&reg->rule_origin, reg->n_rules) ||
+        !(reg->rule_origin[reg->n_rules] = strdup(origin)))
+        return slim__error(err, SLIM_ENOMEM, "out of memory");
+    reg->rules[reg->n_rules++] = f;
+    return SLIM_OK;
+}
+
+slim_status slim_registry_add_fusion(slim_registry *reg, const slim_fusion_desc *rule,
+                                     slim_error *err)
+{
+    if (!reg)
+        return slim__error(err, SLIM_EINVAL, "no registry");
+    return add_rule_from(reg, rule, "the caller", err);
+}
+
+int slim_registry_fusion_count(const slim_registry *reg)
+{
+    return reg ? reg->n_rules : 0;
+}
+
+const slim_fusion_desc *slim_registry_fusion_at(const slim_registry *reg, int i)
+{
+    return reg && i >= 0 && i < reg->n_rules ? reg->rules[i] : NULL;
 }
 
 slim_status slim_registry_add(slim_registry *reg, const slim_op_desc *desc, slim_error *err)
@@ -197,6 +269,12 @@ static slim_status host_declare_onnx(slim_registry *reg, const char *onnx_type, 
     return SLIM_OK;
 }
 
+static slim_status host_register_fusion(slim_registry *reg, const slim_fusion_desc *f,
+                                        slim_error *err)
+{
+    return add_rule_from(reg, f, loading_origin ? loading_origin : "a plugin", err);
+}
+
 slim_status slim_registry_new(slim_registry **out, slim_error *err)
 {
     *out = NULL;
@@ -205,6 +283,13 @@ slim_status slim_registry_new(slim_registry **out, slim_error *err)
         return slim__error(err, SLIM_ENOMEM, "out of memory");
     for (size_t i = 0; i < sizeof builtins / sizeof *builtins; i++) {
         slim_status st = add_from(reg, builtins[i], "built-in", err);
+        if (st != SLIM_OK) {
+            slim_registry_free(reg);
+            return st;
+        }
+    }
+    for (size_t i = 0; i < sizeof builtin_rules / sizeof *builtin_rules; i++) {
+        slim_status st = add_rule_from(reg, builtin_rules[i], "built-in", err);
         if (st != SLIM_OK) {
             slim_registry_free(reg);
             return st;
@@ -228,6 +313,10 @@ void slim_registry_free(slim_registry *reg)
     }
     free(reg->onnx_types);
     free(reg->onnx_ops);
+    for (int i = 0; i < reg->n_rules; i++)
+        free(reg->rule_origin[i]);
+    free(reg->rule_origin);
+    free(reg->rules);
     for (int i = 0; i < reg->n_handles; i++) {
         dlclose(reg->handles[i]);
         free(reg->handle_paths[i]);
@@ -299,7 +388,7 @@ slim_status slim_registry_load_plugin(slim_registry *reg, const char *path, slim
         dlclose(h);
         return st;
     }
-    int before = reg->n, before_onnx = reg->n_onnx;
+    int before = reg->n, before_onnx = reg->n_onnx, rules_before = reg->n_rules;
     loading_origin = path;
     slim_error init_err = {0};
     st = init_fn(reg, slim_host_table(), &init_err);
@@ -314,6 +403,9 @@ slim_status slim_registry_load_plugin(slim_registry *reg, const char *path, slim
             free(reg->onnx_ops[i]);
         }
         reg->n_onnx = before_onnx;
+        for (int i = rules_before; i < reg->n_rules; i++)
+            free(reg->rule_origin[i]);
+        reg->n_rules = rules_before;
         dlclose(h);
         return slim__error(err, st, "plugin %s: init failed: %s", path,
                            init_err.msg[0] ? init_err.msg : slim_status_str(st));
@@ -362,6 +454,7 @@ static const slim_host host_table = {
     .sgemm = slim__sgemm,
     .log = host_log,
     .declare_onnx_op = host_declare_onnx,
+    .register_fusion = host_register_fusion,
 };
 
 const slim_host *slim_host_table(void)

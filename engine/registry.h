@@ -1,4 +1,5 @@
-/* engine/registry.h - op kinds by name; built-ins come from ops/ops.def. */
+/* engine/registry.h - op kinds by name and fusion rules; built-ins come from
+ * ops/ops.def. */
 #ifndef SLIM_ENGINE_REGISTRY_H
 #define SLIM_ENGINE_REGISTRY_H
 

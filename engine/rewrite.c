@@ -1,387 +1,400 @@
-/* engine/rewrite.c - the rewrite pass: inference fusion over the node table.
- * A conv2d takes in the batch_norm, residual add and relu/relu6 nodes that
- * consume its output alone (one step, no tensor between); then depthwise-
- * separable blocks become one conv2d_chain step. */
+/* engine/rewrite.c - the rewrite pass: in inference, the registry's fusion
+ * rules (<slim/op.h>, ops/ops.def) rewrite the node table, each rule once
+ * over the live nodes of its anchor op, in graph order. The engine keeps
+ * the pattern's shape (single-reader links that no caller reads) and the
+ * bookkeeping (who reads and writes each tensor); the rules, in ops/, pick
+ * the ops and build the fused node. */
 #include "engine/compile.h"
 #include "engine/error.h"
-#include "engine/registry.h"
-#include "ops/act.h" /* the activations a fused conv2d applies */
 
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct fz {
-    slim__build *B;
-    slim_graph *g;
-    slim_error *err;
-    /* per node: the tensor a conv2d writes in place of its output, the
-     * batch_norm node it folds in (-1: none), the activation (ACT_*) and the
-     * residual tensor (-1: none) */
-    int *fuse_out, *fuse_bn, *fuse_act, *fuse_res;
-    bool *gone, *fused; /* per tensor: no buffer; written by a fused conv2d */
-    /* per node, a pointwise conv2d that ends a chain (conv2d_chain): the
-     * depthwise conv2d before it and the pointwise one before that (-1: none) */
-    int *chain_d, *chain_a;
-    const slim_op_desc *chain_op;
-} fz;
+typedef struct rw {
+    slim_fuse_ctx c;
+    slim__build *b;
+    const slim_fusion_desc *rule;
+    int *uses;   /* per tensor: inputs of live nodes that read it */
+    int *writer; /* per tensor: the live node that writes it, or -1 */
+} rw;
 
-#define NEEDED(f, n) ((f)->B->nodes[n].live)
-
-static bool is_op(const slim__node *nd, const char *name)
+static rw *RW(const slim_fuse_ctx *c)
 {
-    return strcmp(nd->d->name, name) == 0;
+    return c->priv;
 }
 
-/* The node's activation attribute (ACT_NONE when it has none). */
-static int node_act(const slim__node *nd)
+/* Node n of the table, or NULL when out of range. */
+static slim__cnode *node_at(const slim_fuse_ctx *c, int n)
 {
-    const slim__attr_value *v = slim__attrs_get(&nd->attrs, "activation");
-    return v && v->type == SLIM_ATTR_STRING ? act_parse(v->str) : ACT_NONE;
+    const slim__build *b = RW(c)->b;
+    return n >= 0 && n < b->g->n_nodes ? &b->nodes[n] : NULL;
 }
 
-static const char *const act_names[] = {
-    [ACT_NONE] = "none", [ACT_RELU] = "relu", [ACT_RELU6] = "relu6"};
-
-static bool same_desc(const slim_tensor_desc *a, const slim_tensor_desc *b)
+static slim__cnode *live_at(const slim_fuse_ctx *c, int n)
 {
-    return a->dtype == b->dtype && a->shape.rank == b->shape.rank &&
-           !memcmp(a->shape.dim, b->shape.dim, (size_t)a->shape.rank * sizeof(int64_t));
+    slim__cnode *nd = node_at(c, n);
+    return nd && nd->live ? nd : NULL;
 }
 
-/* Whether tensor t exists before node n runs: an input, a parameter, or the
- * output of an earlier node (a fused conv2d runs at its own place, before
- * the nodes it took in). */
-static bool ready_before(const slim_graph *g, slim_tid t, int n)
+static const slim__tinfo *tensor(const slim_fuse_ctx *c, slim_tid t)
 {
-    const slim__tinfo *ti = &g->tensors[t];
-    return ti->kind != SLIM__T_NODE || ti->producer < n;
+    return &RW(c)->b->g->tensors[t];
 }
 
-/* A conv2d (no batch norm, residual or activation of its own) whose output
- * has one consumer, a batch_norm (x input only), an add of two tensors of
- * one shape (the residual) or a relu/relu6, takes it in; then the same again
- * for that node's output (conv -> batch_norm -> add -> relu), at most one of
- * each, in that order. The residual must be computed before the conv runs
- * (its producer comes first in the graph). A tensor the caller reads
- * (marked) is never fused away. */
-static slim_status find_fusions(fz *b)
+/* ---- reading -------------------------------------------------------------- */
+
+static const char *f_op(const slim_fuse_ctx *c, int n)
 {
-    slim_graph *g = b->g;
-    int nt = g->n_tensors, nn = g->n_nodes;
-    int *uses = calloc((size_t)nt + 1, sizeof *uses), *user = calloc((size_t)nt + 1, sizeof *user);
-    if (!uses || !user) {
-        free(uses);
-        free(user);
-        return slim__oom(b->err);
+    const slim__cnode *nd = node_at(c, n);
+    return nd ? nd->d->name : NULL;
+}
+
+static const char *f_name(const slim_fuse_ctx *c, int n)
+{
+    const slim__cnode *nd = node_at(c, n);
+    return nd ? nd->name : NULL;
+}
+
+static int f_taken(const slim_fuse_ctx *c, int n)
+{
+    const slim__cnode *nd = node_at(c, n);
+    return nd ? nd->taken : -1;
+}
+
+static int f_n_inputs(const slim_fuse_ctx *c, int n)
+{
+    const slim__cnode *nd = node_at(c, n);
+    return nd ? nd->n_in : -1;
+}
+
+static int f_input_id(const slim_fuse_ctx *c, int n, int i)
+{
+    const slim__cnode *nd = node_at(c, n);
+    return nd && i >= 0 && i < nd->n_in ? nd->in[i] : -1;
+}
+
+static const slim_tensor_desc *f_input(const slim_fuse_ctx *c, int n, int i)
+{
+    int t = f_input_id(c, n, i);
+    return t >= 0 ? &tensor(c, t)->d : NULL;
+}
+
+static const slim_tensor_desc *f_output(const slim_fuse_ctx *c, int n)
+{
+    const slim__cnode *nd = node_at(c, n);
+    return nd ? &tensor(c, nd->out[0])->d : NULL;
+}
+
+static const slim__attr_value *attr(const slim_fuse_ctx *c, int n, const char *name)
+{
+    const slim__cnode *nd = node_at(c, n);
+    return nd && name ? slim__attrs_get(&nd->attrs, name) : NULL;
+}
+
+static int64_t f_attr_int(const slim_fuse_ctx *c, int n, const char *name)
+{
+    const slim__attr_value *v = attr(c, n, name);
+    return v && (v->type == SLIM_ATTR_INT || v->type == SLIM_ATTR_BOOL) ? v->ints[0] : 0;
+}
+
+static double f_attr_float(const slim_fuse_ctx *c, int n, const char *name)
+{
+    const slim__attr_value *v = attr(c, n, name);
+    return v && v->type == SLIM_ATTR_FLOAT ? v->floats[0] : 0;
+}
+
+static const char *f_attr_str(const slim_fuse_ctx *c, int n, const char *name)
+{
+    const slim__attr_value *v = attr(c, n, name);
+    return v && v->type == SLIM_ATTR_STRING ? v->str : NULL;
+}
+
+static int f_attr_ints(const slim_fuse_ctx *c, int n, const char *name, const int64_t **vals)
+{
+    const slim__attr_value *v = attr(c, n, name);
+    *vals = v && v->ints ? v->ints : NULL;
+    return *vals ? v->n : -1;
+}
+
+/* ---- the pattern's shape -------------------------------------------------- */
+
+/* Whether t links two nodes that may become one: no caller reads it (marked
+ * outputs and the loss are marked) and one input of a live node reads it. */
+static bool single_link(const slim_fuse_ctx *c, slim_tid t)
+{
+    return !tensor(c, t)->marked && RW(c)->uses[t] == 1;
+}
+
+static int f_consumer(const slim_fuse_ctx *c, int n, int *input)
+{
+    const slim__cnode *nd = live_at(c, n);
+    if (!nd || nd->n_out != 1 || !single_link(c, nd->out[0]))
+        return -1;
+    const slim__build *b = RW(c)->b;
+    for (int m = 0; m < b->g->n_nodes; m++)
+        for (int i = 0; b->nodes[m].live && i < b->nodes[m].n_in; i++)
+            if (b->nodes[m].in[i] == nd->out[0]) {
+                if (input)
+                    *input = i;
+                return m;
+            }
+    return -1;
+}
+
+static int f_producer(const slim_fuse_ctx *c, int n, int i)
+{
+    int t = live_at(c, n) ? f_input_id(c, n, i) : -1;
+    int w = t >= 0 && single_link(c, t) ? RW(c)->writer[t] : -1;
+    return w >= 0 && RW(c)->b->nodes[w].n_out == 1 ? w : -1;
+}
+
+static bool f_ready(const slim_fuse_ctx *c, int of, int i, int at)
+{
+    int t = f_input_id(c, of, i);
+    if (t < 0)
+        return false;
+    const slim__tinfo *ti = tensor(c, t);
+    return ti->kind != SLIM__T_NODE || ti->producer < at;
+}
+
+/* ---- rewriting ------------------------------------------------------------ */
+
+static slim_status fail(const slim_fuse_ctx *c, const char *fmt, ...) SLIM_PRINTF(2, 3);
+static slim_status fail(const slim_fuse_ctx *c, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    slim_status st = slim__verror(RW(c)->b->err, SLIM_EINVAL, fmt, ap);
+    va_end(ap);
+    return st;
+}
+
+/* Count node n's reads of its inputs in (by) or out. */
+static void count_reads(const slim_fuse_ctx *c, const slim__cnode *nd, int by)
+{
+    for (int i = 0; i < nd->n_in; i++)
+        RW(c)->uses[nd->in[i]] += by;
+}
+
+static slim_status f_absorb(slim_fuse_ctx *c, int n, int other)
+{
+    slim__cnode *nd = live_at(c, n), *od = live_at(c, other);
+    rw *r = RW(c);
+    if (!nd || !od || n == other)
+        return fail(c, "node %d cannot take in node %d: both must be live and apart", n, other);
+    int slot;
+    const bool consumer = f_consumer(c, n, &slot) == other;
+    bool producer = false;
+    for (int i = 0; i < nd->n_in && !consumer && !producer; i++)
+        producer = f_producer(c, n, i) == other;
+    if (!consumer && !producer)
+        return fail(c,
+                    "node '%s' cannot take in node '%s': it is neither the only reader of its "
+                    "output nor the only writer of an input it alone reads",
+                    nd->name, od->name);
+    count_reads(c, od, -1);
+    for (int j = 0; j < od->n_out; j++)
+        r->writer[od->out[j]] = -1;
+    if (consumer) {
+        r->writer[nd->out[0]] = -1;
+        nd->n_out = od->n_out;
+        memcpy(nd->out, od->out, (size_t)od->n_out * sizeof *nd->out);
+        for (int j = 0; j < nd->n_out; j++)
+            r->writer[nd->out[j]] = n;
     }
-    for (int n = 0; n < nn; n++)
-        for (int i = 0; NEEDED(b, n) && i < g->nodes[n].n_in; i++) {
-            uses[g->nodes[n].in[i]]++;
-            user[g->nodes[n].in[i]] = n;
-        }
-    for (int n = 0; n < nn; n++) {
-        const slim__node *nd = &g->nodes[n];
-        if (!NEEDED(b, n) || !is_op(nd, "conv2d") || nd->n_in > 3 || node_act(nd) != ACT_NONE ||
-            slim__attrs_get(&nd->attrs, "batch_norm")->ints[0] ||
-            slim__attrs_get(&nd->attrs, "residual")->ints[0])
-            continue;
-        int bn = -1, act = ACT_NONE, res = -1;
-        slim_tid t = nd->out[0];
-        for (;;) {
-            const slim__tinfo *ti = &g->tensors[t];
-            if (uses[t] != 1 || ti->marked || t == g->loss || ti->d.dtype != SLIM_F32)
-                break;
-            const slim__node *md = &g->nodes[user[t]];
-            slim_tid other = md->n_in == 2 ? md->in[md->in[0] == t] : -1;
-            if (bn < 0 && res < 0 && act == ACT_NONE && is_op(md, "batch_norm") && md->n_in == 5 &&
-                md->in[0] == t)
-                bn = user[t], act = node_act(md);
-            else if (res < 0 && act == ACT_NONE && is_op(md, "add") && other >= 0 &&
-                     ready_before(g, other, n) && same_desc(&g->tensors[other].d, &ti->d))
-                res = other, act = node_act(md);
-            else if (act == ACT_NONE && md->n_in == 1 && (is_op(md, "relu") || is_op(md, "relu6")))
-                act = act_parse(md->d->name);
-            else
-                break;
-            NEEDED(b, user[t]) = false;
-            b->gone[t] = true;
-            t = md->out[0];
-        }
-        if (t == nd->out[0])
-            continue;
-        b->fused[t] = true;
-        b->fuse_out[n] = t;
-        b->fuse_bn[n] = bn;
-        b->fuse_act[n] = act;
-        b->fuse_res[n] = res;
-    }
-    free(uses);
-    free(user);
+    od->live = false;
+    nd->taken += 1 + od->taken;
     return SLIM_OK;
 }
 
-/* A node's inputs; for a fused conv2d x, w, [b], then the batch norm's gamma,
- * beta, moving_mean, moving_var. */
-static int node_inputs(const fz *b, int n, slim_tid *in)
+/* Whether tensor t is there when node n runs: a graph input, a parameter,
+ * or written by a live node before n. */
+static bool available(const slim_fuse_ctx *c, slim_tid t, int n)
 {
-    const slim__node *nd = &b->g->nodes[n];
-    if (b->chain_d[n] >= 0) {
-        /* x, then each conv's w and batch norm, then the residual */
-        const int convs[3] = {b->chain_a[n], b->chain_d[n], n};
-        int n_in = 0;
-        in[n_in++] = b->g->nodes[convs[0] >= 0 ? convs[0] : convs[1]].in[0];
-        for (int k = 0; k < 3; k++) {
-            if (convs[k] < 0)
-                continue;
-            in[n_in++] = b->g->nodes[convs[k]].in[1];
-            for (int i = 1; i < 5; i++)
-                in[n_in++] = b->g->nodes[b->fuse_bn[convs[k]]].in[i];
-        }
-        if (b->fuse_res[n] >= 0)
-            in[n_in++] = b->fuse_res[n];
-        return n_in;
+    int w = RW(c)->writer[t];
+    return tensor(c, t)->kind != SLIM__T_NODE || (w >= 0 && w < n);
+}
+
+static slim_status f_set_inputs(slim_fuse_ctx *c, int n, int k, const slim_fuse_input *in)
+{
+    slim__cnode *nd = live_at(c, n);
+    if (!nd || k < 0 || k > SLIM_MAX_INPUTS)
+        return fail(c, "set_inputs: node %d is not live, or %d inputs are too many", n, k);
+    slim_tid t[SLIM_MAX_INPUTS];
+    for (int i = 0; i < k; i++) {
+        t[i] = f_input_id(c, in[i].node, in[i].input);
+        if (t[i] < 0 || !available(c, t[i], n))
+            return fail(c, "node '%s' cannot take input %d of node %d: %s before it runs", nd->name,
+                        in[i].input, in[i].node, t[i] < 0 ? "no such input" : "not computed");
     }
-    int n_in = nd->n_in;
-    memcpy(in, nd->in, (size_t)n_in * sizeof *in);
-    if (b->fuse_bn[n] >= 0)
-        for (int i = 1; i < 5; i++)
-            in[n_in++] = b->g->nodes[b->fuse_bn[n]].in[i];
-    if (b->fuse_res[n] >= 0)
-        in[n_in++] = b->fuse_res[n];
-    return n_in;
+    count_reads(c, nd, -1);
+    nd->n_in = k;
+    memcpy(nd->in, t, (size_t)k * sizeof *t);
+    count_reads(c, nd, +1);
+    return SLIM_OK;
 }
 
-/* ---- chains: a depthwise-separable block in one step (conv2d_chain) ---------------- */
-
-/* Whether node n is a conv2d fused with a batch norm, without a bias, that a
- * chain can take: pointwise (1x1, stride 1, no padding, no groups) or
- * depthwise (groups == C == O, SAME or VALID, no dilation). */
-static bool chain_conv(const fz *b, int n, bool depthwise)
+static slim_status f_add_input(slim_fuse_ctx *c, int n, int from, int i)
 {
-    const slim_graph *g = b->g;
-    const slim__node *nd = &g->nodes[n];
-    if (!NEEDED(b, n) || !is_op(nd, "conv2d") || b->fuse_out[n] < 0 || b->fuse_bn[n] < 0 ||
-        nd->n_in != 2)
-        return false;
-    const slim_shape *x = &g->tensors[nd->in[0]].d.shape, *w = &g->tensors[nd->in[1]].d.shape;
-    const int64_t *st = slim__attrs_get(&nd->attrs, "strides")->ints,
-                  *dl = slim__attrs_get(&nd->attrs, "dilations")->ints,
-                  *pads = slim__attrs_get(&nd->attrs, "pads")->ints,
-                  groups = slim__attrs_get(&nd->attrs, "groups")->ints[0];
-    const bool explicit_pads = !strcmp(slim__attrs_get(&nd->attrs, "padding")->str, "EXPLICIT");
-    if (x->rank != 4 || w->rank != 4 || dl[0] != 1 || dl[1] != 1)
-        return false;
-    if (depthwise)
-        return groups == x->dim[3] && w->dim[2] == 1 && w->dim[3] == x->dim[3] && !explicit_pads;
-    return groups == 1 && w->dim[0] == 1 && w->dim[1] == 1 && st[0] == 1 && st[1] == 1 &&
-           !(pads[0] | pads[1] | pads[2] | pads[3]);
+    const slim__cnode *nd = live_at(c, n);
+    slim_fuse_input in[SLIM_MAX_INPUTS + 1];
+    int k = nd ? nd->n_in : 0;
+    for (int j = 0; j < k; j++)
+        in[j] = (slim_fuse_input){n, j};
+    in[k] = (slim_fuse_input){from, i};
+    return f_set_inputs(c, n, k + 1, in);
 }
 
-/* Node `node`, whose output t a chain computes inside, runs no more, nor
- * does t get a buffer. */
-static void absorb(fz *b, int node, slim_tid t)
+/* Node n's attributes, its own to change. */
+static slim_status own_attrs(const slim_fuse_ctx *c, slim__cnode *nd)
 {
-    NEEDED(b, node) = false;
-    b->fused[t] = false;
-    b->gone[t] = true;
-}
-
-/* After find_fusions: a fused pointwise conv2d whose input only a fused
- * depthwise conv2d writes, and only it reads, takes that one in, and the
- * same again for a fused pointwise conv2d before the depthwise one
- * (MobileNet v2's expand -> depthwise -> project, v1's depthwise ->
- * pointwise). Not with the reference kernels (SLIM_KERNELS=ref runs the
- * convolutions one by one). */
-static slim_status find_chains(fz *b)
-{
-    slim_graph *g = b->g;
-    int nt = g->n_tensors, nn = g->n_nodes;
-    b->chain_op = slim_registry_find(g->reg, "conv2d_chain");
-    if (!b->chain_op || slim__force_ref())
+    if (nd->owns_attrs)
         return SLIM_OK;
-    int *uses = calloc((size_t)nt + 1, sizeof *uses),
-        *writer = malloc(((size_t)nt + 1) * sizeof(int));
-    if (!uses || !writer) {
-        free(uses);
-        free(writer);
-        return slim__oom(b->err);
-    }
-    for (int t = 0; t < nt; t++)
-        writer[t] = -1;
-    for (int n = 0; n < nn; n++) {
-        slim_tid in[SLIM_MAX_INPUTS];
-        for (int i = 0, k = NEEDED(b, n) ? node_inputs(b, n, in) : 0; i < k; i++)
-            uses[in[i]]++;
-        if (NEEDED(b, n) && b->fuse_out[n] >= 0)
-            writer[b->fuse_out[n]] = n;
-    }
-    for (int n = 0; n < nn; n++) {
-        if (!chain_conv(b, n, false))
-            continue;
-        const slim_tid td = g->nodes[n].in[0];
-        const int d = writer[td];
-        if (d < 0 || uses[td] != 1 || g->tensors[td].marked || !chain_conv(b, d, true) ||
-            b->fuse_res[d] >= 0)
-            continue;
-        const slim_tid ta = g->nodes[d].in[0];
-        const int a = writer[ta];
-        const bool expand = a >= 0 && uses[ta] == 1 && !g->tensors[ta].marked &&
-                            chain_conv(b, a, false) && b->fuse_res[a] < 0 && b->chain_d[a] < 0;
-        b->chain_d[n] = d;
-        absorb(b, d, td);
-        if (expand) {
-            b->chain_a[n] = a;
-            absorb(b, a, ta);
-        }
-    }
-    free(uses);
-    free(writer);
+    slim__attr_set set;
+    if (slim__attrs_copy(&nd->attrs, nd->d, &set) != SLIM_OK)
+        return slim__oom(RW(c)->b->err);
+    nd->attrs = set;
+    nd->owns_attrs = true;
     return SLIM_OK;
 }
 
-/* The attribute set of fused node n (owned). */
-static slim_status conv_set(fz *b, int n, slim__attr_set *set)
+static slim_status f_set_op(slim_fuse_ctx *c, int n, const char *op)
 {
-    const slim__node *nd = &b->g->nodes[n];
-    slim_status st = slim__attrs_copy(&nd->attrs, nd->d, set);
-    if (st != SLIM_OK)
-        return slim__oom(b->err);
-    int bn = b->fuse_bn[n];
-    st = slim__attrs_set_text(set, "batch_norm", bn >= 0 ? "true" : "false", b->err);
-    if (st == SLIM_OK && bn >= 0)
-        st = slim__attrs_set_from(set, "batch_norm_epsilon", &b->g->nodes[bn].attrs, "epsilon",
-                                  b->err);
-    if (st == SLIM_OK)
-        st = slim__attrs_set_text(set, "residual", b->fuse_res[n] >= 0 ? "true" : "false", b->err);
-    if (st == SLIM_OK)
-        st = slim__attrs_set_text(set, "activation", act_names[b->fuse_act[n]], b->err);
-    return st;
+    slim__cnode *nd = live_at(c, n);
+    const slim_op_desc *d = slim_registry_find(RW(c)->b->g->reg, op);
+    if (!nd || !d)
+        return fail(c, "set_op: %s", nd ? "no such op" : "the node is not live");
+    slim__attr_set set;
+    if (slim__attrs_copy(&nd->attrs, d, &set) != SLIM_OK)
+        return fail(c,
+                    "node '%s' cannot run %s: out of memory, or %s has a required attribute "
+                    "%s has not",
+                    nd->name, op, op, nd->d->name);
+    if (nd->owns_attrs)
+        slim__attrs_fini(&nd->attrs);
+    nd->attrs = set;
+    nd->owns_attrs = true;
+    nd->d = d;
+    nd->label = NULL;
+    return SLIM_OK;
 }
 
-/* conv2d_chain's attributes for chain n (owned). */
-static slim_status chain_set(fz *b, int n, slim__attr_set *set)
+static slim_status f_set_attr(slim_fuse_ctx *c, int n, const char *name, const char *text)
 {
-    const int a = b->chain_a[n], dn = b->chain_d[n];
-    const slim__attr_set *dw = &b->g->nodes[dn].attrs;
-    if (slim__attrs_copy(NULL, b->chain_op, set) != SLIM_OK)
-        return slim__oom(b->err);
-    const char *const bool_text[2] = {"false", "true"};
-    slim_status st = slim__attrs_set_from(set, "strides", dw, "strides", b->err);
-    if (st == SLIM_OK)
-        st = slim__attrs_set_from(set, "padding", dw, "padding", b->err);
-    if (st == SLIM_OK)
-        st = slim__attrs_set_text(set, "expand", bool_text[a >= 0], b->err);
-    if (st == SLIM_OK)
-        st = slim__attrs_set_text(set, "residual", bool_text[b->fuse_res[n] >= 0], b->err);
-    if (st == SLIM_OK && a >= 0)
-        st = slim__attrs_set_from(set, "expand_epsilon", &b->g->nodes[b->fuse_bn[a]].attrs,
-                                  "epsilon", b->err);
-    if (st == SLIM_OK)
-        st = slim__attrs_set_from(set, "depthwise_epsilon", &b->g->nodes[b->fuse_bn[dn]].attrs,
-                                  "epsilon", b->err);
-    if (st == SLIM_OK)
-        st = slim__attrs_set_from(set, "batch_norm_epsilon", &b->g->nodes[b->fuse_bn[n]].attrs,
-                                  "epsilon", b->err);
-    if (st == SLIM_OK)
-        st = slim__attrs_set_text(set, "expand_activation",
-                                  act_names[a >= 0 ? b->fuse_act[a] : ACT_NONE], b->err);
-    if (st == SLIM_OK)
-        st = slim__attrs_set_text(set, "depthwise_activation", act_names[b->fuse_act[dn]], b->err);
-    if (st == SLIM_OK)
-        st = slim__attrs_set_text(set, "activation", act_names[b->fuse_act[n]], b->err);
-    return st;
+    slim__cnode *nd = live_at(c, n);
+    if (!nd || !name || !text)
+        return fail(c, "set_attr: node %d is not live, or no name or value", n);
+    slim_status st = own_attrs(c, nd);
+    return st ? st : slim__attrs_set_text(&nd->attrs, name, text, RW(c)->b->err);
 }
 
-/* The chain's step name: its layers' names joined by " + " (profiles count
- * each one's multiply-adds), kept by the program. */
-static const char *chain_name(fz *b, int n)
+static slim_status f_copy_attr(slim_fuse_ctx *c, int n, const char *name, int from,
+                               const char *from_name)
 {
-    const int convs[3] = {b->chain_a[n], b->chain_d[n], n};
-    size_t len = 1;
-    for (int k = 0; k < 3; k++)
-        len += convs[k] >= 0 ? strlen(b->g->nodes[convs[k]].name) + 3 : 0;
-    char *s = malloc(len);
+    slim__cnode *nd = live_at(c, n);
+    const slim__cnode *fd = node_at(c, from);
+    if (!nd || !fd || !name || !from_name)
+        return fail(c, "copy_attr: node %d is not live, or no node %d", n, from);
+    slim_status st = own_attrs(c, nd);
+    return st ? st : slim__attrs_set_from(&nd->attrs, name, &fd->attrs, from_name, RW(c)->b->err);
+}
+
+static slim_status set_text(slim_fuse_ctx *c, int n, const char *text, bool label)
+{
+    slim__cnode *nd = live_at(c, n);
+    if (!nd || !text)
+        return fail(c, "set_%s: node %d is not live, or no text", label ? "label" : "name", n);
+    const char *s = slim__keep(RW(c)->b->p, strdup(text));
     if (!s)
-        return NULL;
-    s[0] = 0;
-    for (int k = 0; k < 3; k++)
-        if (convs[k] >= 0) {
-            if (s[0])
-                strcat(s, " + ");
-            strcat(s, b->g->nodes[convs[k]].name);
-        }
-    return slim__keep(b->B->p, s);
-}
-
-/* What a fused step runs, for profiles. */
-static const char *fused_name(const fz *b, int n)
-{
-    static const char *const names[2][2][3] = {
-        {{"conv2d", "conv2d+relu", "conv2d+relu6"},
-         {"conv2d+add", "conv2d+add+relu", "conv2d+add+relu6"}},
-        {{"conv2d+batch_norm", "conv2d+batch_norm+relu", "conv2d+batch_norm+relu6"},
-         {"conv2d+batch_norm+add", "conv2d+batch_norm+add+relu", "conv2d+batch_norm+add+relu6"}}};
-    return names[b->fuse_bn[n] >= 0][b->fuse_res[n] >= 0][b->fuse_act[n]];
-}
-
-/* The node table's entries of the fused nodes. */
-static slim_status apply(fz *b)
-{
-    for (int n = 0; n < b->g->n_nodes; n++) {
-        slim__cnode *cn = &b->B->nodes[n];
-        if (!cn->live || b->fuse_out[n] < 0)
-            continue;
-        const bool chain = b->chain_d[n] >= 0;
-        cn->n_in = node_inputs(b, n, cn->in);
-        cn->out[0] = b->fuse_out[n];
-        cn->owns_attrs = true;
-        slim_status st = chain ? chain_set(b, n, &cn->attrs) : conv_set(b, n, &cn->attrs);
-        if (st != SLIM_OK)
-            return st;
-        cn->taken = 1;
-        cn->d = chain ? b->chain_op : cn->d;
-        cn->label = chain ? NULL : fused_name(b, n);
-        if (chain && !(cn->name = chain_name(b, n)))
-            return slim__oom(b->err);
-    }
+        return slim__oom(RW(c)->b->err);
+    *(label ? &nd->label : &nd->name) = s;
     return SLIM_OK;
 }
 
-slim_status slim__rewrite(slim__build *B)
+static slim_status f_set_name(slim_fuse_ctx *c, int n, const char *name)
 {
-    if (B->p->training || B->o->no_fusion)
+    return set_text(c, n, name, false);
+}
+
+static slim_status f_set_label(slim_fuse_ctx *c, int n, const char *label)
+{
+    return set_text(c, n, label, true);
+}
+
+/* ---- the pass ------------------------------------------------------------- */
+
+/* Every input of every live node computed before it runs. */
+static slim_status check_inputs(rw *r)
+{
+    const slim__build *b = r->b;
+    for (int n = 0; n < b->g->n_nodes; n++)
+        for (int i = 0; b->nodes[n].live && i < b->nodes[n].n_in; i++)
+            if (!available(&r->c, b->nodes[n].in[i], n))
+                return slim__error(b->err, SLIM_EINTERNAL,
+                                   "fusion rule %s left node '%s' reading '%s', which no step "
+                                   "before it computes (a rule bug)",
+                                   r->rule->name, b->nodes[n].name,
+                                   b->g->tensors[b->nodes[n].in[i]].name);
+    return SLIM_OK;
+}
+
+slim_status slim__rewrite(slim__build *b)
+{
+    const slim_registry *reg = b->g->reg;
+    if (b->p->training || b->o->no_fusion || slim_registry_fusion_count(reg) == 0)
         return SLIM_OK;
-    slim_graph *g = B->g;
-    int nn = g->n_nodes, nt = g->n_tensors;
-    fz b = {.B = B, .g = g, .err = B->err};
-    b.fuse_out = malloc(((size_t)nn + 1) * sizeof(int));
-    b.fuse_bn = malloc(((size_t)nn + 1) * sizeof(int));
-    b.fuse_act = calloc((size_t)nn + 1, sizeof(int));
-    b.fuse_res = malloc(((size_t)nn + 1) * sizeof(int));
-    b.gone = calloc((size_t)nt + 1, sizeof(bool));
-    b.fused = calloc((size_t)nt + 1, sizeof(bool));
-    b.chain_d = malloc(((size_t)nn + 1) * sizeof(int));
-    b.chain_a = malloc(((size_t)nn + 1) * sizeof(int));
-    slim_status st = SLIM_OK;
-    if (!b.fuse_out || !b.fuse_bn || !b.fuse_act || !b.fuse_res || !b.gone || !b.fused ||
-        !b.chain_d || !b.chain_a)
-        st = slim__oom(b.err);
-    for (int n = 0; st == SLIM_OK && n < nn; n++)
-        b.fuse_out[n] = b.fuse_bn[n] = b.fuse_res[n] = b.chain_d[n] = b.chain_a[n] = -1;
-    if (st == SLIM_OK)
-        st = find_fusions(&b);
-    if (st == SLIM_OK)
-        st = find_chains(&b);
-    if (st == SLIM_OK)
-        st = apply(&b);
-    free(b.fuse_out);
-    free(b.fuse_bn);
-    free(b.fuse_act);
-    free(b.fuse_res);
-    free(b.gone);
-    free(b.fused);
-    free(b.chain_d);
-    free(b.chain_a);
+    int nn = b->g->n_nodes, nt = b->g->n_tensors;
+    rw r = {.b = b,
+            .c = {.reference = slim__force_ref(),
+                  .op = f_op,
+                  .name = f_name,
+                  .taken = f_taken,
+                  .n_inputs = f_n_inputs,
+                  .input = f_input,
+                  .input_id = f_input_id,
+                  .output = f_output,
+                  .attr_int = f_attr_int,
+                  .attr_float = f_attr_float,
+                  .attr_str = f_attr_str,
+                  .attr_ints = f_attr_ints,
+                  .consumer = f_consumer,
+                  .producer = f_producer,
+                  .ready = f_ready,
+                  .absorb = f_absorb,
+                  .add_input = f_add_input,
+                  .set_inputs = f_set_inputs,
+                  .set_op = f_set_op,
+                  .set_attr = f_set_attr,
+                  .copy_attr = f_copy_attr,
+                  .set_name = f_set_name,
+                  .set_label = f_set_label}};
+    r.c.priv = &r;
+    r.uses = calloc((size_t)nt + 1, sizeof *r.uses);
+    r.writer = malloc(((size_t)nt + 1) * sizeof *r.writer);
+    slim_status st = r.uses && r.writer ? SLIM_OK : slim__oom(b->err);
+    for (int t = 0; st == SLIM_OK && t < nt; t++)
+        r.writer[t] = -1;
+    for (int n = 0; st == SLIM_OK && n < nn; n++) {
+        const slim__cnode *nd = &b->nodes[n];
+        for (int j = 0; nd->live && j < nd->n_out; j++)
+            r.writer[nd->out[j]] = n;
+        count_reads(&r.c, nd, nd->live);
+    }
+    for (int k = 0; st == SLIM_OK && k < slim_registry_fusion_count(reg); k++) {
+        r.rule = slim_registry_fusion_at(reg, k);
+        for (int n = 0; st == SLIM_OK && n < nn; n++) {
+            if (!b->nodes[n].live || strcmp(b->nodes[n].d->name, r.rule->anchor) != 0)
+                continue;
+            r.c.node = n;
+            st = r.rule->apply(&r.c);
+            if (st != SLIM_OK)
+                slim__error_prefix(b->err, "fusion rule %s at node '%s': ", r.rule->name,
+                                   b->nodes[n].name);
+        }
+        if (st == SLIM_OK)
+            st = check_inputs(&r);
+    }
+    free(r.uses);
+    free(r.writer);
     return st;
 }

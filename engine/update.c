@@ -247,7 +247,7 @@ slim_status slim__deferred_updates(slim__build *b)
     int s = -1;
     if (st == SLIM_OK)
         st = slim__role_step(b, SLIM__STEP_UPDATE, -1, SLIM__ROLE_GLOBAL_NORM, &set, in,
-                             b->n_deferred, "global_norm", &r, &s);
+                             b->n_deferred, slim__role_op(SLIM__ROLE_GLOBAL_NORM)->name, &r, &s);
     slim__attrs_fini(&set);
     slim_attrs_free(a);
     free(in);

@@ -1,7 +1,16 @@
 /*
  * ops/act.h - the activations an op can apply to its own output in the same
- * pass (batch_norm, add): relu and relu6, and their backward from the
- * output y (y > 0; 0 < y < 6), as the relu and relu6 ops' own backward.
+ * pass (batch_norm, add, and in inference conv2d and conv2d_chain): relu and
+ * relu6, and their backward from the output y (y > 0; 0 < y < 6), as the
+ * relu and relu6 ops' own backward.
+ *
+ * An activation here is also the op of the same name: in inference the
+ * fusion rule conv2d_post (ops/conv_fuse.c) folds such a node into the
+ * conv2d before it. Adding one (say hard_swish, an op without attributes):
+ * its ACT_ value before ACT_COUNT, its name in act_names and ACT_POST_CHOICES,
+ * its formula in act_fwd and in vact (ops/conv_ukr.h, the vector post step);
+ * act_bwd only if batch_norm or add are to take it as their own attribute.
+ * Neither engine/ nor the rule changes.
  */
 #ifndef SLIM_OPS_ACT_H
 #define SLIM_OPS_ACT_H
@@ -9,12 +18,22 @@
 #include <stdint.h>
 #include <string.h>
 
-enum { ACT_NONE, ACT_RELU, ACT_RELU6 };
+enum { ACT_NONE, ACT_RELU, ACT_RELU6, ACT_COUNT };
 
-/* The "activation" attribute's value (none | relu | relu6). */
+static const char *const act_names[ACT_COUNT] = {"none", "relu", "relu6"};
+
+/* The activation attribute's choices of the ops that apply any of them
+ * forward only (conv2d, conv2d_chain). */
+#define ACT_POST_CHOICES "none|relu|relu6"
+
+/* The activation named s (an attribute's value or an op's name); ACT_NONE
+ * for any other name. */
 static inline int act_parse(const char *s)
 {
-    return !strcmp(s, "relu") ? ACT_RELU : !strcmp(s, "relu6") ? ACT_RELU6 : ACT_NONE;
+    for (int a = ACT_NONE + 1; a < ACT_COUNT; a++)
+        if (!strcmp(s, act_names[a]))
+            return a;
+    return ACT_NONE;
 }
 
 static inline float act_fwd(int act, float v)

@@ -962,7 +962,7 @@ static const slim_attr_spec conv_attrs[] = {
     {.name = "activation",
      .type = SLIM_ATTR_STRING,
      .def = "none",
-     .choices = "none|relu|relu6",
+     .choices = ACT_POST_CHOICES,
      .doc = "inference: applied to y as it is written (the compiler fuses a following relu or "
             "relu6 this way)"},
 };

@@ -340,7 +340,7 @@ static const slim_attr_spec chain_attrs[] = {
     {.name = "expand_activation",
      .type = SLIM_ATTR_STRING,
      .def = "none",
-     .choices = "none|relu|relu6",
+     .choices = ACT_POST_CHOICES,
      .doc = "after the first pointwise convolution's batch norm"},
     {.name = "expand_epsilon",
      .type = SLIM_ATTR_FLOAT,
@@ -364,7 +364,7 @@ static const slim_attr_spec chain_attrs[] = {
     {.name = "depthwise_activation",
      .type = SLIM_ATTR_STRING,
      .def = "none",
-     .choices = "none|relu|relu6",
+     .choices = ACT_POST_CHOICES,
      .doc = "after the depthwise convolution's batch norm"},
     {.name = "depthwise_epsilon",
      .type = SLIM_ATTR_FLOAT,
@@ -387,7 +387,7 @@ static const slim_attr_spec chain_attrs[] = {
     {.name = "activation",
      .type = SLIM_ATTR_STRING,
      .def = "none",
-     .choices = "none|relu|relu6",
+     .choices = ACT_POST_CHOICES,
      .doc = "the last activation"},
 };
 

@@ -10,7 +10,9 @@
  *
  * It also declares the ONNX op type "Swish" (not a standard ONNX op: a
  * custom one, as exporters write for ops ONNX lacks), so that `slimrun import`
- * and --model=X.onnx map such nodes to it, ONNX attribute beta included.
+ * and --model=X.onnx map such nodes to it, ONNX attribute beta included, and
+ * registers a fusion rule (swish_fuse): how a plugin takes part in the
+ * compiler's rewrites.
  *
  * The same file builds the broken variants the tests use to check the
  * loader's messages (SWISH_BROKEN_ABI, SWISH_NO_INIT, SWISH_DUPLICATE).
@@ -18,6 +20,7 @@
 #include <slim/op.h>
 
 #include <math.h>
+#include <string.h>
 
 typedef struct swish_params {
     float beta;
@@ -97,6 +100,32 @@ static const slim_op_desc swish_op = {
     .forward_ref = swish_forward,
 };
 
+/* A fusion rule (ABI 1.6): in inference, x * sigmoid(x) as one swish step
+ * (beta 1) instead of a sigmoid and a multiply. The engine checks that the
+ * multiply alone reads the sigmoid's output; the rule checks the rest. */
+static slim_status swish_fuse(slim_fuse_ctx *c)
+{
+    const int s = c->node; /* a sigmoid */
+    int in, m = c->consumer(c, s, &in);
+    if (m < 0 || strcmp(c->op(c, m), "multiply") != 0 || c->n_inputs(c, m) != 2 ||
+        c->input_id(c, m, 1 - in) != c->input_id(c, s, 0) ||
+        !slim_shape_equal(&c->input(c, s, 0)->shape, &c->output(c, m)->shape))
+        return SLIM_OK;
+    slim_status st = c->absorb(c, s, m); /* its input x is swish's */
+    return st == SLIM_OK ? c->set_op(c, s, "swish") : st;
+}
+
+#ifdef SWISH_NO_INIT
+__attribute__((unused))
+#endif
+static const slim_fusion_desc swish_fusion = {
+    .struct_size = sizeof(slim_fusion_desc),
+    .name = "swish_from_sigmoid",
+    .doc = "x * sigmoid(x) as swish",
+    .anchor = "sigmoid",
+    .apply = swish_fuse,
+};
+
 SLIM_EXPORT const slim_plugin_info *slim_plugin_get_info(void);
 SLIM_EXPORT slim_status slim_plugin_init(slim_registry *reg, const slim_host *host,
                                          slim_error *err);
@@ -126,6 +155,9 @@ SLIM_EXPORT slim_status slim_plugin_init(slim_registry *reg, const slim_host *ho
     if (st == SLIM_OK &&
         host->size >= offsetof(slim_host, declare_onnx_op) + sizeof host->declare_onnx_op)
         st = host->declare_onnx_op(reg, "Swish", swish_op.name, err);
+    /* an engine older than ABI 1.6 has no register_fusion */
+    if (st == SLIM_OK && host->size >= offsetof(slim_host, register_fusion) + sizeof(void *))
+        st = host->register_fusion(reg, &swish_fusion, err);
     return st;
 }
 #endif

@@ -51,6 +51,11 @@ tests_engine_test_plugin_SOURCES = tests/engine/test_plugin.c tests/ops/harness.
 tests_engine_test_plugin_LDADD = libslim_core.la
 TESTS += tests/engine/test_plugin
 
+check_PROGRAMS += tests/engine/test_rewrite
+tests_engine_test_rewrite_SOURCES = tests/engine/test_rewrite.c tests/ops/harness.c tests/ops/harness.h
+tests_engine_test_rewrite_LDADD = libslim_core.la
+TESTS += tests/engine/test_rewrite
+
 check_PROGRAMS += tests/engine/test_graph
 tests_engine_test_graph_SOURCES = tests/engine/test_graph.c tests/ops/harness.c tests/ops/harness.h
 tests_engine_test_graph_LDADD = libslim_core.la

@@ -31,7 +31,7 @@ extern "C" {
          1.3: slim_infer_ctx.set_in_place, set_backward_in_place;                                  \
          1.4: slim_kernel_ctx.replica, replicas, allreduce (data-parallel training);               \
          1.5: slim_host.declare_onnx_op;                                                           \
-         1.6: SLIM_OP_LIST */
+         1.6: SLIM_OP_LIST; fusion rules (slim_fusion_desc, host register_fusion) */
 
 #if defined(__GNUC__)
 #define SLIM_EXPORT __attribute__((visibility("default")))
@@ -331,6 +331,104 @@ typedef struct slim_op_desc {
 
 #define SLIM_MAX_INPUTS 32
 
+/* ---- fusion rules: graph rewrites for inference (since ABI 1.6) --------- */
+
+/*
+ * A fusion rule turns a few nodes into one step that runs a fused kernel:
+ * ops/conv_fuse.c's conv2d_post makes a conv2d take in the batch_norm, add
+ * and activation nodes after it; its conv2d_chain makes a depthwise-separable
+ * block one conv2d_chain step. Rules register like ops (the host table's
+ * register_fusion, or slim_registry_add_fusion) and are applied in the order
+ * they were registered when a program is compiled for inference (unless
+ * slim_compile_opts.no_fusion): a rule's apply runs once for each node whose
+ * op is its anchor, in graph order, and reads and rewrites the program's
+ * nodes through the context.
+ *
+ * The engine checks the shape of a pattern, the rule picks the ops (as
+ * ggml_can_fuse): a node can take in only the node that alone reads its
+ * output (its consumer) or the node that writes an input it alone reads (a
+ * producer), and never across a tensor the caller keeps (a marked output,
+ * the loss). The node keeps its place in the schedule; once the rule is done
+ * every input of every node must be computed before that node runs.
+ *
+ * Nodes are numbered in graph order; reads see the graph as rewritten so far.
+ * Adding a pattern is a rule in ops/ (or a plugin) and a line in ops/ops.def;
+ * the engine names no op. A rewritten node's op checks its inputs and
+ * attributes in infer as for any node.
+ */
+typedef struct slim_fuse_ctx slim_fuse_ctx;
+
+/* Input `input` of node `node`: what set_inputs lists. */
+typedef struct slim_fuse_input {
+    int node, input;
+} slim_fuse_input;
+
+struct slim_fuse_ctx {
+    int node;       /* the node apply is called for (its op is the rule's anchor) */
+    bool reference; /* the program runs the reference kernels (SLIM_KERNELS=ref) */
+    void *priv;     /* the engine's */
+
+    /* Reading. Node and input numbers out of range read as nothing (NULL, -1). */
+    const char *(*op)(const slim_fuse_ctx *c, int node);
+    const char *(*name)(const slim_fuse_ctx *c, int node);
+    int (*taken)(const slim_fuse_ctx *c, int node); /* how many nodes it took in */
+    int (*n_inputs)(const slim_fuse_ctx *c, int node);
+    const slim_tensor_desc *(*input)(const slim_fuse_ctx *c, int node, int i);
+    /* The tensor behind input i: two inputs with one id are one tensor. */
+    int (*input_id)(const slim_fuse_ctx *c, int node, int i);
+    const slim_tensor_desc *(*output)(const slim_fuse_ctx *c, int node); /* output 0 */
+    /* Attribute values; when the node's op has none of that name and type:
+     * 0, 0, NULL, -1. attr_int reads INT and BOOL attributes. */
+    int64_t (*attr_int)(const slim_fuse_ctx *c, int node, const char *name);
+    double (*attr_float)(const slim_fuse_ctx *c, int node, const char *name);
+    const char *(*attr_str)(const slim_fuse_ctx *c, int node, const char *name);
+    int (*attr_ints)(const slim_fuse_ctx *c, int node, const char *name, const int64_t **vals);
+
+    /* The pattern's shape. The consumer of node (single output), and which of
+     * its inputs that output is (*input); -1 when the output has other
+     * readers or none, or is kept. */
+    int (*consumer)(const slim_fuse_ctx *c, int node, int *input);
+    /* The producer of input i of node: -1 when it has several outputs, node
+     * is not the tensor's only reader, or the tensor is kept or not a node's. */
+    int (*producer)(const slim_fuse_ctx *c, int node, int i);
+    /* Whether input i of node `of` exists before node `at` runs (a graph
+     * input, a parameter, or written by a node before `at` in graph order):
+     * what node `at` may take as an input. */
+    bool (*ready)(const slim_fuse_ctx *c, int of, int i, int at);
+
+    /* Rewriting; each returns SLIM_OK or an error (the engine's message).
+     * node takes in other, its consumer or a producer: other no longer runs
+     * and the tensor between them is not stored; with the consumer, node now
+     * writes the consumer's outputs. Inputs do not change: add or set them. */
+    slim_status (*absorb)(slim_fuse_ctx *c, int node, int other);
+    /* Append input i of node `from` (a node taken in too) to node's inputs. */
+    slim_status (*add_input)(slim_fuse_ctx *c, int node, int from, int i);
+    /* Replace node's inputs by the n listed (read before any changes). */
+    slim_status (*set_inputs)(slim_fuse_ctx *c, int node, int n, const slim_fuse_input *in);
+    /* node runs op instead: the attributes the two ops share by name and type
+     * keep their values where op accepts them, the others take op's defaults;
+     * the label goes back to op's name. */
+    slim_status (*set_op)(slim_fuse_ctx *c, int node, const char *op);
+    /* An attribute from text, as a default is written ("true", "0.001",
+     * "[2, 2]", "relu6"), or copied from attribute from_name of node from;
+     * checked against the op's schema. */
+    slim_status (*set_attr)(slim_fuse_ctx *c, int node, const char *name, const char *text);
+    slim_status (*copy_attr)(slim_fuse_ctx *c, int node, const char *name, int from,
+                             const char *from_name);
+    /* What profiles show: the step's name (default: the node's) and its op
+     * (default: the op's name, e.g. "conv2d+batch_norm+relu"). Copied. */
+    slim_status (*set_name)(slim_fuse_ctx *c, int node, const char *name);
+    slim_status (*set_label)(slim_fuse_ctx *c, int node, const char *label);
+};
+
+typedef struct slim_fusion_desc {
+    uint32_t struct_size; /* sizeof(slim_fusion_desc) the rule was built with */
+    const char *name;     /* lower-case letters, digits and '_' */
+    const char *doc;
+    const char *anchor; /* the op of the nodes apply is called for */
+    slim_status (*apply)(slim_fuse_ctx *c);
+} slim_fusion_desc;
+
 /* ---- the host table: append-only; check size before using new entries -- */
 
 struct slim_host {
@@ -350,6 +448,9 @@ struct slim_host {
      * layout (an elementwise op works in any), ONNX attributes of the same
      * names as the op's. */
     slim_status (*declare_onnx_op)(slim_registry *reg, const char *onnx_type, const char *op,
+                                   slim_error *err);
+    /* Since ABI 1.6 (check size first): register a fusion rule. */
+    slim_status (*register_fusion)(slim_registry *reg, const slim_fusion_desc *rule,
                                    slim_error *err);
 };
 

@@ -36,11 +36,16 @@ SLIM_EXPORT void slim_set_log(slim_log_fn fn, void *user);
 
 /* ---- registry ----------------------------------------------------------- */
 
-/* A registry holding every built-in op. */
+/* A registry holding every built-in op and fusion rule. */
 SLIM_EXPORT slim_status slim_registry_new(slim_registry **out, slim_error *err);
 SLIM_EXPORT void slim_registry_free(slim_registry *reg);
 SLIM_EXPORT slim_status slim_registry_add(slim_registry *reg, const slim_op_desc *desc,
                                           slim_error *err);
+/* A fusion rule (<slim/op.h>), applied after those registered before it. */
+SLIM_EXPORT slim_status slim_registry_add_fusion(slim_registry *reg, const slim_fusion_desc *rule,
+                                                 slim_error *err);
+SLIM_EXPORT int slim_registry_fusion_count(const slim_registry *reg);
+SLIM_EXPORT const slim_fusion_desc *slim_registry_fusion_at(const slim_registry *reg, int i);
 /* dlopen a plugin, check its info (ABI, sizes), run its init. */
 SLIM_EXPORT slim_status slim_registry_load_plugin(slim_registry *reg, const char *path,
                                                   slim_error *err);
