@@ -18,7 +18,7 @@
  * rows from that buffer, so a and d stay in the core's L2 cache.
  *
  * The products run on the pointwise kernels of ops/conv_gemm.c and the
- * depthwise rows on ops/conv.c's, so results equal the separate steps'
+ * depthwise rows on ops/conv_dw.c's, so results equal the separate steps'
  * bitwise (the same sums in the same order per element).
  *
  *   inputs: x (N,H,W,C0), [w_a, gamma_a, beta_a, mean_a, var_a], w_d, gamma_d,
@@ -29,7 +29,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "ops/conv.h"
+#include "ops/conv_dw.h"
+#include "ops/conv_gemm.h"
 
 extern const slim_op_desc slim__op_conv2d_chain;
 

@@ -4,7 +4,7 @@
  *
  *   dW (C x O) = X^T (C x M) dY (M x O),   X = x as (M, C), M = N*H*W
  *
- * The in-place kernels of ops/conv_gemm.c (dw_tile_stream: ukr_tn reading MR
+ * The in-place kernels of ops/conv_gemm_bwd.c (dw_tile_stream: ukr_tn reading MR
  * channels of a pixel of x and NR of dy where they lie) suit the early layers,
  * whose dW is small and whose x streams once from memory. On the deep layers
  * (ResNet-50's 14x14 and 7x7 blocks, MobileNet's last ones) dW is megabytes and
@@ -26,7 +26,7 @@
  */
 #include <string.h>
 
-#include "ops/conv.h"
+#include "ops/conv_pw.h"
 #include "ops/conv_ukr.h"
 
 /* Pack x^T rows [0, mc) (input channels c0.., ld ldx) over rows [0, kc) of

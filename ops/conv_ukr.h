@@ -43,6 +43,9 @@
 #endif
 
 #define MR 6
+/* Depth chunk of the forward-shaped products (GEMM, Winograd): the chunk of
+ * a B panel (16 or 32 KB) stays in L1. */
+#define KCHUNK 256
 #define MR2 (2 * MR) /* rows of the narrow blocks */
 
 #if defined(__AVX512F__)

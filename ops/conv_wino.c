@@ -36,7 +36,7 @@
  */
 #include <string.h>
 
-#include "ops/conv.h"
+#include "ops/conv_wino.h"
 #include "ops/conv_ukr.h"
 
 #define WCH 16 /* channels per transform chunk */
@@ -665,17 +665,6 @@ size_t slim__wino_du_floats(const conv_geom *q)
 {
     return round16((size_t)(WT * q->C * q->O));
 }
-
-/* Rows of dw per task of the one-block filter gradient: each panel of Yh
- * fetched from L3 serves this many rows (512->512 at 7x7, 1 thread: 6 rows
- * 61-85 ms, 24 rows 42-56, 60 rows 41-48, 120 rows 39-43; 3 runs each). */
-#define WDW_ROWS 120
-
-/* The largest C*O whose filter gradient each thread sums into a dU of its
- * own (36 C O floats: 2.4 MB at 128 x 128) when the tiles take several
- * blocks. Shared, the threads meet twice a block: ResNet-50's 64->64 at
- * 56x56 (33 blocks) ran 1.1-1.6x faster on 2 threads than on 1. */
-#define WDW_SPLIT_CO (128 * 128)
 
 size_t slim__wino_u_floats(void)
 {
