@@ -4,6 +4,24 @@
 
 #include <slim/slim.h>
 
+/* What a builder holds per key (engine/attrs_build.c). */
+typedef enum { GIVEN_INTS, GIVEN_FLOATS, GIVEN_BOOL, GIVEN_STR, GIVEN_TEXT } given_kind;
+
+typedef struct given {
+    char *key;
+    given_kind kind;
+    int n;
+    int64_t *ints;
+    double *floats;
+    char *str;
+    bool scalar;
+} given;
+
+struct slim_attrs {
+    int n, cap;
+    given *items;
+};
+
 /* One attribute value, resolved against a schema entry (type exact). */
 typedef struct slim__attr_value {
     slim_attr_type type;

@@ -2,7 +2,7 @@
 libslim_core_la_SOURCES += \
 	engine/error.c engine/error.h \
 	engine/file.c engine/file.h \
-	engine/attrs.c engine/attrs.h \
+	engine/attrs.c engine/attrs_build.c engine/attrs.h \
 	engine/registry.c engine/registry.h \
 	engine/gemm.c engine/gemm.h \
 	engine/threadpool.c engine/threadpool.h \
