@@ -49,6 +49,12 @@ static const char *f_op(const slim_fuse_ctx *c, int n)
     return nd ? nd->d->name : NULL;
 }
 
+static const slim_op_desc *f_desc(const slim_fuse_ctx *c, int n)
+{
+    const slim__cnode *nd = node_at(c, n);
+    return nd ? nd->d : NULL;
+}
+
 static const char *f_name(const slim_fuse_ctx *c, int n)
 {
     const slim__cnode *nd = node_at(c, n);
@@ -347,6 +353,7 @@ slim_status slim__rewrite(slim__build *b)
     rw r = {.b = b,
             .c = {.reference = slim__force_ref(),
                   .op = f_op,
+                  .desc = f_desc,
                   .name = f_name,
                   .taken = f_taken,
                   .n_inputs = f_n_inputs,

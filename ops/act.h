@@ -6,11 +6,13 @@
  *
  * An activation here is also the op of the same name: in inference the
  * fusion rule conv2d_post (ops/conv_fuse.c) folds such a node into the
- * conv2d before it. Adding one (say hard_swish, an op without attributes):
- * its ACT_ value before ACT_COUNT, its name in act_names and ACT_POST_CHOICES,
- * its formula in act_fwd and in vact (ops/conv_ukr.h, the vector post step);
- * act_bwd only if batch_norm or add are to take it as their own attribute.
- * Neither engine/ nor the rule changes.
+ * conv2d before it when the op has no attributes (one with parameters, such
+ * as leaky_relu's alpha, would need the rule to check them and the post step
+ * to take them). Adding one (say hard_swish): its ACT_ value before
+ * ACT_COUNT, its name in act_names and ACT_POST_CHOICES, its formula in
+ * act_fwd and in vact (ops/conv_ukr.h, the vector post step); act_bwd only
+ * if batch_norm or add are to take it as their own attribute. Neither
+ * engine/ nor the rule changes.
  */
 #ifndef SLIM_OPS_ACT_H
 #define SLIM_OPS_ACT_H

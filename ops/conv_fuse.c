@@ -5,9 +5,10 @@
  * conv2d_post: a conv2d without a batch norm, residual or activation of its
  * own takes in the nodes that alone read its output, at most one of each in
  * this order: a batch_norm (x input), an add of a tensor of y's shape
- * computed before the conv (the residual), an activation (one of ops/act.h's
- * by its op name; a batch_norm's or add's own activation attribute counts
- * as one). The conv's kernels apply them to each block of y as it is
+ * computed before the conv (the residual), an activation (an op named in
+ * ops/act.h's table that has no attributes, since the post step applies it
+ * as the table defines it; a batch_norm's or add's own activation attribute
+ * counts as one). The conv's kernels apply them to each block of y as it is
  * finished (see ops/conv.c): one step, no tensor between. A new activation
  * takes part by its entry in ops/act.h; nothing here or in engine/ changes.
  *
@@ -74,7 +75,7 @@ static slim_status conv_post_apply(slim_fuse_ctx *c)
             st = c->absorb(c, n, m);
             if (st == SLIM_OK)
                 st = c->add_input(c, n, m, 1 - in);
-        } else if (k == 1 && act_parse(c->op(c, m)) != ACT_NONE) {
+        } else if (k == 1 && act_parse(c->op(c, m)) != ACT_NONE && !c->desc(c, m)->n_attrs) {
             act = act_parse(c->op(c, m));
             st = c->absorb(c, n, m);
         } else {

@@ -370,6 +370,7 @@ struct slim_fuse_ctx {
 
     /* Reading. Node and input numbers out of range read as nothing (NULL, -1). */
     const char *(*op)(const slim_fuse_ctx *c, int node);
+    const slim_op_desc *(*desc)(const slim_fuse_ctx *c, int node); /* its op's descriptor */
     const char *(*name)(const slim_fuse_ctx *c, int node);
     int (*taken)(const slim_fuse_ctx *c, int node); /* how many nodes it took in */
     int (*n_inputs)(const slim_fuse_ctx *c, int node);
