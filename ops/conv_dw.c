@@ -58,11 +58,7 @@ static inline vfloat dw_finish(vfloat acc, const conv_post *post, const float *y
     if (post->res)
         acc = vadd(acc, LD(post->res + (yp - post->out) + c0));
 #undef LD
-    if (post->act != ACT_NONE)
-        acc = vmax(acc, vzero());
-    if (post->act == ACT_RELU6)
-        acc = vmin(acc, vset1(6.0f));
-    return acc;
+    return vact(post->act, acc);
 }
 
 /* nv full vectors of an output pixel's channels from c0 (nv a constant

@@ -493,14 +493,8 @@ static inline void fin_row(float *c, vfloat v0, vfloat v1, int nr, vmask m0, vma
         v0 = vadd(v0, full ? vload(res) : vload_m(res, m0));
         v1 = vadd(v1, full ? vload(res + VW) : vload_m(res + VW, m1));
     }
-    if (f->act != ACT_NONE) {
-        v0 = vmax(v0, vzero());
-        v1 = vmax(v1, vzero());
-    }
-    if (f->act == ACT_RELU6) {
-        v0 = vmin(v0, vset1(6.0f));
-        v1 = vmin(v1, vset1(6.0f));
-    }
+    v0 = vact(f->act, v0);
+    v1 = vact(f->act, v1);
     if (full && f->stream && ((uintptr_t)c & (sizeof(vfloat) - 1)) == 0) {
         vstream(c, v0);
         vstream(c + VW, v1);

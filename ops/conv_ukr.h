@@ -38,6 +38,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
+
+#include "ops/act.h"
 #if defined(__AVX2__) && defined(__FMA__)
 #include <immintrin.h>
 #endif
@@ -105,6 +107,17 @@ static inline vmask lanes_below(int n)
 #endif
 
 #ifdef VW
+/* An activation of ops/act.h on a vector, as act_fwd: the post step's
+ * (ops/conv_gemm.c's ukr_nn_post, ops/conv_dw.c's depthwise pixels). */
+static inline __attribute__((always_inline)) vfloat vact(int act, vfloat v)
+{
+    if (act != ACT_NONE)
+        v = vmax(v, vzero());
+    if (act == ACT_RELU6)
+        v = vmin(v, vset1(6.0f));
+    return v;
+}
+
 
 /* c[0..nr) = v (+ c[0..nr) when acc); the row is two vectors. */
 static inline void put_row(float *c, vfloat v0, vfloat v1, int nr, vmask m0, vmask m1, bool acc)
