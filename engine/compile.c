@@ -50,7 +50,7 @@ static slim_status prune(slim__build *b)
     }
     free(tneed);
     /* training without a loss runs forward in training mode only (batch
-     * statistics, dropout): useful for statistics passes and conformance */
+     * statistics, random ops): useful for statistics passes and conformance */
     b->backward = b->p->training && g->loss >= 0;
     if (b->p->training && g->loss < 0 && b->o->optimizer)
         return slim__error(b->err, SLIM_ESTATE,

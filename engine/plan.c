@@ -88,10 +88,10 @@ static bool merge_in_place(slim_program *p, const slim__step *st, int s, int bi,
 
 /* Outputs written in the memory of an input, and input gradients in that of
  * an output gradient (set_in_place, set_backward_in_place): the first
- * candidate whose buffer the step reads last. ResNet-50's fused conv3 + add
- * layers in inference then store into the residual's lines they have just
- * read, instead of fetching each output line first; in training the adds
- * write over a branch and batch norm's dx over dy. */
+ * candidate whose buffer the step reads last. A fused convolution that sums
+ * a residual then stores into the residual's lines it has just read,
+ * instead of fetching each output line first; in training a sum writes over
+ * a branch, a normalization's input gradient over its output gradient. */
 static void share_in_place(slim_program *p)
 {
     for (int s = 0; s < p->n_steps; s++) {
