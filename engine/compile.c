@@ -23,11 +23,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-slim_status slim__oom(slim_error *err)
-{
-    return slim__error(err, SLIM_ENOMEM, "out of memory while compiling");
-}
-
 /* 1. What the loss and the marked outputs need; the trained parameters. */
 static slim_status prune(slim__build *b)
 {

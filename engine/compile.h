@@ -55,8 +55,6 @@ typedef struct slim__build {
     int scale_view;            /* clipping: the view of the gradient scale */
 } slim__build;
 
-slim_status slim__oom(slim_error *err);
-
 /* The passes, in order. */
 slim_status slim__rewrite(slim__build *b);
 slim_status slim__autodiff(slim__build *b);
@@ -69,6 +67,9 @@ slim_status slim__gradient_final(slim__build *b, int param);
 slim_status slim__deferred_updates(slim__build *b);
 slim_status slim__plan(slim_program *p, bool allocate, slim_error *err);
 
+/* The passes' error when out of memory (steps.c, which calls no pass: the
+ * passes call into it, never back into compile.c). */
+slim_status slim__oom(slim_error *err);
 /* The program's parts (steps.c): an arena buffer, a block of n views, a
  * step (NULL when out of memory: earlier step pointers may move), a view's
  * description and where its data lives (buf, or data when buf is -1). */

@@ -7,6 +7,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+slim_status slim__oom(slim_error *err)
+{
+    return slim__error(err, SLIM_ENOMEM, "out of memory while compiling");
+}
+
 int slim__new_buf(slim_program *p, size_t bytes)
 {
     if (p->n_bufs == p->cap_bufs) {
