@@ -155,12 +155,12 @@ static slim_status conv_infer(slim_infer_ctx *c)
     p->f.SW = strides[1];
     p->f.DH = dil[0];
     p->f.DW = dil[1];
-    slim_status st = slim__conv_axis(c, "height", padding, p->f.H, p->f.KH, p->f.SH, p->f.DH, pads[0],
-                               pads[1], &p->f.OH, &p->f.PT);
+    slim_status st = slim__conv_axis(c, "height", padding, p->f.H, p->f.KH, p->f.SH, p->f.DH,
+                                     pads[0], pads[1], &p->f.OH, &p->f.PT);
     if (st)
         return st;
     st = slim__conv_axis(c, "width", padding, p->f.W, p->f.KW, p->f.SW, p->f.DW, pads[2], pads[3],
-                   &p->f.OW, &p->f.PL);
+                         &p->f.OW, &p->f.PL);
     if (st)
         return st;
 

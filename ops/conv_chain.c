@@ -49,9 +49,9 @@ extern const slim_op_desc slim__op_conv2d_chain;
 
 typedef struct chain_params {
     bool expand, residual;
-    bool stream; /* y stored past the caches (CHAIN_STREAM_BYTES) */
-    conv_geom d;            /* the depthwise convolution: (N,H,W,C1) -> (N,OH,OW,C1) */
-    int64_t C0, C2;         /* x's channels, y's */
+    bool stream;    /* y stored past the caches (CHAIN_STREAM_BYTES) */
+    conv_geom d;    /* the depthwise convolution: (N,H,W,C1) -> (N,OH,OW,C1) */
+    int64_t C0, C2; /* x's channels, y's */
     int act_a, act_d, act_b;
     float eps_a, eps_d, eps_b;
     int in_a, in_d, in_b; /* input index of each stage's w (its batch norm's four follow) */
@@ -115,9 +115,8 @@ static slim_status chain_infer(slim_infer_ctx *c)
     p->eps_b = (float)c->attr_float(c, "batch_norm_epsilon");
     const int n_in = 1 + (p->expand ? 5 : 0) + 10 + (p->residual ? 1 : 0);
     if (c->n_inputs != n_in)
-        return c->fail(c, SLIM_EINVAL, "takes %d inputs with expand=%s, residual=%s, got %d",
-                       n_in, p->expand ? "true" : "false", p->residual ? "true" : "false",
-                       c->n_inputs);
+        return c->fail(c, SLIM_EINVAL, "takes %d inputs with expand=%s, residual=%s, got %d", n_in,
+                       p->expand ? "true" : "false", p->residual ? "true" : "false", c->n_inputs);
     const slim_tensor_desc *x = &c->inputs[0];
     char xs[96];
     if (x->dtype != SLIM_F32 || x->shape.rank != 4)
@@ -154,9 +153,21 @@ static slim_status chain_infer(slim_infer_ctx *c)
         return c->fail(c, SLIM_EINVAL, "strides must have 2 values [SH, SW]");
     const char *padding = c->attr_str(c, "padding");
     conv_geom *d = &p->d;
-    *d = (conv_geom){.N = N, .H = H, .W = W, .C = C1, .KH = KH, .KW = KW, .O = C1,
-                     .SH = strides[0], .SW = strides[1], .DH = 1, .DW = 1, .G = C1,
-                     .Cg = 1, .Og = 1, .K = KH * KW};
+    *d = (conv_geom){.N = N,
+                     .H = H,
+                     .W = W,
+                     .C = C1,
+                     .KH = KH,
+                     .KW = KW,
+                     .O = C1,
+                     .SH = strides[0],
+                     .SW = strides[1],
+                     .DH = 1,
+                     .DW = 1,
+                     .G = C1,
+                     .Cg = 1,
+                     .Og = 1,
+                     .K = KH * KW};
     if ((st = slim__conv_axis(c, "height", padding, H, KH, d->SH, 1, 0, 0, &d->OH, &d->PT)) ||
         (st = slim__conv_axis(c, "width", padding, W, KW, d->SW, 1, 0, 0, &d->OW, &d->PL)))
         return st;
@@ -184,9 +195,9 @@ static slim_status chain_infer(slim_infer_ctx *c)
     /* the reference kernel's double accumulators fit in any worker's share */
     size_t ref = 2 * round16((size_t)(C1 > p->C2 ? C1 : p->C2)) * 2;
     int nth = c->nth > 0 ? c->nth : 1;
-    c->set_workspace(c, (p->off_own + max64((int64_t)ref, (int64_t)(p->per * (size_t)nth))) *
-                            sizeof(float) +
-                            64);
+    c->set_workspace(
+        c,
+        (p->off_own + max64((int64_t)ref, (int64_t)(p->per * (size_t)nth))) * sizeof(float) + 64);
     return SLIM_OK;
 }
 

@@ -597,7 +597,8 @@ bool slim__conv_res_in_place(const conv_geom *q)
  * block runs through the panels. The rows are the input where it lies, read
  * from memory once; with N = 64 (4 panels) every block's first panel waited
  * on them. always_inline, as prefetch_store (ops/conv.h). */
-static inline __attribute__((always_inline)) void prefetch_rows(const float *a, int64_t ld, int64_t rows, int64_t n)
+static inline __attribute__((always_inline)) void prefetch_rows(const float *a, int64_t ld,
+                                                                int64_t rows, int64_t n)
 {
     for (int64_t i = 0; i < rows; i++)
         for (int64_t l = 0; l < n; l += 64 / (int64_t)sizeof(float))
@@ -673,8 +674,7 @@ void slim__conv_rows(const conv_geom *q, const float *in, const float *packed, c
                                 prefetch_store(C + i * ldo + no * NR, bytes);
                         }
                         block_panel(A, lda, i0, bn, k0, k1, bp, nr, bias_ob, C + i0 * ldo + ob * NR,
-                                    ldo, finish && ki == nk - 1 ? post : NULL,
-                                    g * q->Og + ob * NR);
+                                    ldo, finish && ki == nk - 1 ? post : NULL, g * q->Og + ob * NR);
                     }
                 }
             }
@@ -713,8 +713,8 @@ void slim__conv_gemm_forward(const slim_kernel_ctx *c, const conv_post *post)
             return;
         const int64_t nb = slim__wino_blocks(f);
         for (int64_t b = task_take(next, 1, nb); b < nb; b = task_take(next, 1, nb))
-            slim__wino_run(f, c->in[0].data, packed, slim__conv_bias(c), post, c->out[0].data,
-                           mine, b, b + 1);
+            slim__wino_run(f, c->in[0].data, packed, slim__conv_bias(c), post, c->out[0].data, mine,
+                           b, b + 1);
         return;
     }
     slim__conv_pack_filter(c, PACK_W, packed);
@@ -726,17 +726,32 @@ void slim__conv_gemm_forward(const slim_kernel_ctx *c, const conv_post *post)
      * which side varying from call to call) */
     const int64_t ntasks = (M + f->T - 1) / f->T * f->G;
     for (int64_t t = task_take(next, 1, ntasks); t < ntasks; t = task_take(next, 1, ntasks))
-        slim__conv_rows(f, c->in[0].data, packed, slim__conv_bias(c), post, c->out[0].data, mine,
-                        t, t + 1);
+        slim__conv_rows(f, c->in[0].data, packed, slim__conv_bias(c), post, c->out[0].data, mine, t,
+                        t + 1);
 }
 
 void slim__pw_gemm(int64_t M, int64_t K, int64_t O, const float *in, const float *packed,
                    const conv_post *post, float *out)
 {
-    conv_geom q = {.N = 1, .H = 1, .W = M, .C = K, .KH = 1, .KW = 1, .O = O, .OH = 1, .OW = M,
-                   .SH = 1, .SW = 1, .DH = 1, .DW = 1, .G = 1, .Cg = K, .Og = O, .K = K,
-                   .T = min64(M, TILE_ROWS), .pointwise = true};
+    conv_geom q = {.N = 1,
+                   .H = 1,
+                   .W = M,
+                   .C = K,
+                   .KH = 1,
+                   .KW = 1,
+                   .O = O,
+                   .OH = 1,
+                   .OW = M,
+                   .SH = 1,
+                   .SW = 1,
+                   .DH = 1,
+                   .DW = 1,
+                   .G = 1,
+                   .Cg = K,
+                   .Og = O,
+                   .K = K,
+                   .T = min64(M, TILE_ROWS),
+                   .pointwise = true};
     if (M > 0)
         slim__conv_rows(&q, in, packed, NULL, post, out, NULL, 0, (M + q.T - 1) / q.T);
 }
-

@@ -31,8 +31,7 @@
 
 /* Pack x^T rows [0, mc) (input channels c0.., ld ldx) over rows [0, kc) of
  * x into micro-panels of MR channels: ap[(i0 / MR) * kc * MR + l * MR + i]. */
-static void pack_xt(const float *x, int64_t ldx, int64_t kc, int64_t mc, bool last_rows,
-                    float *ap)
+static void pack_xt(const float *x, int64_t ldx, int64_t kc, int64_t mc, bool last_rows, float *ap)
 {
     for (int64_t i0 = 0; i0 < mc; i0 += MR, ap += kc * MR) {
         const int64_t mr = min64(MR, mc - i0);
@@ -92,8 +91,8 @@ size_t slim__pw_dw_ws_floats(const conv_geom *f, int nth)
     return round16((size_t)(PW_KC * cols)) + round16((size_t)(PW_MC * PW_KC + 16));
 }
 
-void slim__pw_dw(const conv_geom *f, const float *x, const float *dy, float *dw, float *ws,
-                 int ith, int nw)
+void slim__pw_dw(const conv_geom *f, const float *x, const float *dy, float *dw, float *ws, int ith,
+                 int nw)
 {
     const int64_t M = f->N * f->H * f->W, C = f->C, O = f->O;
     int64_t k0 = 0, k1 = C, j0 = 0, j1 = O, lo, hi;

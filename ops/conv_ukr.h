@@ -118,7 +118,6 @@ static inline __attribute__((always_inline)) vfloat vact(int act, vfloat v)
     return v;
 }
 
-
 /* c[0..nr) = v (+ c[0..nr) when acc); the row is two vectors. */
 static inline void put_row(float *c, vfloat v0, vfloat v1, int nr, vmask m0, vmask m1, bool acc)
 {
@@ -192,7 +191,7 @@ static inline void put_row(float *c, vfloat v0, vfloat v1, int nr, vmask m0, vma
 /* ukr_nn's block sum: the 12 accumulators (and t) of A's six rows a[0..5]
  * over depth d times the packed panel b (advanced past it). */
 #define UKR_NN_SUM(a, b, d)                                                                        \
-    const float *a0 = (a)[0], *a1 = (a)[1], *a2 = (a)[2], *a3 = (a)[3], *a4 = (a)[4],             \
+    const float *a0 = (a)[0], *a1 = (a)[1], *a2 = (a)[2], *a3 = (a)[3], *a4 = (a)[4],              \
                 *a5 = (a)[5];                                                                      \
     UKR_ZERO;                                                                                      \
     _Pragma("GCC unroll 4") for (int64_t l = 0; l < (d); l++, (b) += NR)                           \
@@ -430,8 +429,8 @@ __attribute__((noinline, unused)) static void ukr_nn_wide(int64_t d, const float
     const float *a0 = a[0], *a1 = a[1], *a2 = a[2], *a3 = a[3], *a4 = a[4], *a5 = a[5];
     const float *a6 = a[6], *a7 = a[7], *a8 = a[8], *a9 = a[9], *a10 = a[10], *a11 = a[11];
     UKR_ZERO;
-    vfloat c60 = c00, c61 = c00, c70 = c00, c71 = c00, c80 = c00, c81 = c00, c90 = c00,
-           c91 = c00, c100 = c00, c101 = c00, c110 = c00, c111 = c00;
+    vfloat c60 = c00, c61 = c00, c70 = c00, c71 = c00, c80 = c00, c81 = c00, c90 = c00, c91 = c00,
+           c100 = c00, c101 = c00, c110 = c00, c111 = c00;
 #pragma GCC unroll 4
     for (int64_t l = 0; l < d; l++, b += NR) {
         vfloat b0 = vload(b), b1 = vload(b + VW);
@@ -457,8 +456,8 @@ __attribute__((noinline, unused)) static void ukr_tn_wide(int64_t d, const float
                                                           int64_t ldc, bool acc)
 {
     UKR_ZERO;
-    vfloat c60 = c00, c61 = c00, c70 = c00, c71 = c00, c80 = c00, c81 = c00, c90 = c00,
-           c91 = c00, c100 = c00, c101 = c00, c110 = c00, c111 = c00;
+    vfloat c60 = c00, c61 = c00, c70 = c00, c71 = c00, c80 = c00, c81 = c00, c90 = c00, c91 = c00,
+           c100 = c00, c101 = c00, c110 = c00, c111 = c00;
     const int64_t o1 = 1, o2 = 2, o3 = 3, o4 = 4, o5 = 5;
 #pragma GCC unroll 2
     for (int64_t l = 0; l < d; l++, a += lda, b += ldb) {
