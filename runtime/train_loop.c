@@ -163,8 +163,7 @@ static void describe(slim__rt_trainer *t)
         slim_tensor v;
         unsigned fl;
         slim_graph_param_at(t->g, i, &name, &v, &fl);
-        if ((fl & SLIM_PARAM_TRAINABLE) &&
-            (!scoped || slim__in_scopes(name, c->trainable_scopes)))
+        if ((fl & SLIM_PARAM_TRAINABLE) && (!scoped || slim__in_scopes(name, c->trainable_scopes)))
             trained += slim_shape_numel(&v.shape);
     }
     /* the input has a worker of its own even when the budget is one thread */
