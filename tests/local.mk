@@ -70,7 +70,8 @@ TESTS += tests/engine/test_attrs
 EXTRA_DIST += tests/tap.sh
 
 # Every C file as clang-format 14 writes it (skipped without clang-format 14;
-# `make format` rewrites them): make format-check.
+# `make format` rewrites them): make format-check, and a test of make check.
+TESTS += tests/format.sh
 EXTRA_DIST += tests/format.sh
 
 # Every test program under valgrind (memcheck, leaks). valgrind 3.19 does not
