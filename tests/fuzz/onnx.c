@@ -21,11 +21,6 @@
 
 static slim_registry *reg;
 
-static const float *param_value(void *user, const char *name, const slim_shape *shape)
-{
-    return slim__onnx_param_data(user, name, shape);
-}
-
 /* The graph inputs (not initializers) as zero tensors of their declared dims
  * (unknown or large dims: 1 and 4; at most rank 4), at most n. */
 static int zero_inputs(const Onnx__ModelProto *m, slim__ox_tensor *t, int n)
@@ -81,30 +76,17 @@ static int one(const uint8_t *data, size_t size)
     }
     /* model mode, then the model file through the DSL */
     slim__onnx_opts o = {.reg = reg, .root = "fuzz", .model = true};
-    slim__onnx_importer *imp = NULL;
-    slim_status st = slim__onnx_import(&o, m, "fuzz.onnx", &imp, &err);
-    if (st == SLIM_OK) {
-        char *yaml = NULL;
-        st = slim__onnx_yaml(imp, "fuzz.onnx", &yaml, &err);
-        if (st == SLIM_OK) {
-            slim_model_opts mo = {.batch_size = 2,
-                                  .weight_decay = -1,
-                                  .param_value = param_value,
-                                  .param_value_user = imp};
-            slim_model *sm = NULL;
-            st = slim_model_load_string(reg, "fuzz.yaml", yaml, strlen(yaml), &mo, &sm, &err);
-            slim_model_free(sm);
-            free(yaml);
-        }
-        slim__onnx_import_free(imp);
-    }
+    slim_model_opts mo = {.batch_size = 2, .weight_decay = -1};
+    slim_model *sm = NULL;
+    slim_status st = slim__onnx_model_build(&o, m, "fuzz.onnx", &mo, &sm, NULL, &err);
+    slim_model_free(sm);
     FUZZ_CHECK(st == SLIM_OK || err.msg[0], "an import error without a message");
     /* every graph input given values: the graph built directly */
     slim__ox_tensor in[8];
     int n_in = zero_inputs(m, in, 8);
     slim__onnx_opts c = {.reg = reg, .inputs = in, .n_inputs = n_in};
     memset(&err, 0, sizeof err);
-    imp = NULL;
+    slim__onnx_importer *imp = NULL;
     st = slim__onnx_import(&c, m, "fuzz.onnx", &imp, &err);
     FUZZ_CHECK(st == SLIM_OK || err.msg[0], "an import error without a message");
     slim__onnx_import_free(imp);

@@ -22,11 +22,6 @@
 
 static slim_registry *reg;
 
-static const float *param_value(void *user, const char *name, const slim_shape *shape)
-{
-    return slim__onnx_param_data(user, name, shape);
-}
-
 static int one(const uint8_t *data, size_t size)
 {
     if (!reg) {
@@ -54,23 +49,10 @@ static int one(const uint8_t *data, size_t size)
     const char *root = slim__tfg_root(t);
     slim__onnx_opts oo = {
         .reg = reg, .root = root ? root : "fuzz", .model = true, .input_nhwc = true};
-    slim__onnx_importer *imp = NULL;
-    st = slim__onnx_import(&oo, slim__tfg_model(t), "fuzz.pb", &imp, &err);
-    if (st == SLIM_OK) {
-        char *yaml = NULL;
-        st = slim__onnx_yaml(imp, "fuzz.pb", &yaml, &err);
-        if (st == SLIM_OK) {
-            slim_model_opts mo = {.batch_size = 2,
-                                  .weight_decay = -1,
-                                  .param_value = param_value,
-                                  .param_value_user = imp};
-            slim_model *sm = NULL;
-            st = slim_model_load_string(reg, "fuzz.yaml", yaml, strlen(yaml), &mo, &sm, &err);
-            slim_model_free(sm);
-            free(yaml);
-        }
-        slim__onnx_import_free(imp);
-    }
+    slim_model_opts mo = {.batch_size = 2, .weight_decay = -1};
+    slim_model *sm = NULL;
+    st = slim__onnx_model_build(&oo, slim__tfg_model(t), "fuzz.pb", &mo, &sm, NULL, &err);
+    slim_model_free(sm);
     FUZZ_CHECK(st == SLIM_OK || err.msg[0], "an import error without a message");
     slim__tfg_free(t);
     return 0;
