@@ -73,6 +73,9 @@ EXTRA_DIST += tests/tap.sh
 # `make format` rewrites them): make format-check, and a test of make check.
 TESTS += tests/format.sh
 EXTRA_DIST += tests/format.sh
+# every relative link of the Markdown documentation resolves (file and anchor)
+TESTS += tests/doc_links.sh
+EXTRA_DIST += tests/doc_links.sh
 
 # Every test program under valgrind (memcheck, leaks). valgrind 3.19 does not
 # decode every instruction -march=native may emit: configure with

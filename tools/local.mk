@@ -7,14 +7,16 @@ tools_slimrun_SOURCES = tools/slimrun.c tools/cmd.h tools/commands.def \
 	tools/cmd_ops.c
 tools_slimrun_LDADD = libslim_core.la
 
-# README.md's flag tables are `slimrun CMD --help` (the flag_def tables):
-# `make readme-flags` rewrites them, the test fails when they differ.
-TESTS += tests/tools/readme_flags.sh
-EXTRA_DIST += tests/tools/readme_flags.sh
-readme-flags: tools/slimrun$(EXEEXT)
-	@top_srcdir=$(top_srcdir) top_builddir=$(top_builddir) \
-	  $(SHELL) $(top_srcdir)/tests/tools/readme_flags.sh --update
-.PHONY: readme-flags
+# docs/cli.md, the command-line reference, is `slimrun CMD --help` made
+# Markdown (tools/cli_md.sh): `make cli-reference` rewrites it, the test
+# fails when it differs from the binary's --help.
+TESTS += tests/tools/cli_reference.sh
+EXTRA_DIST += tests/tools/cli_reference.sh tools/cli_md.sh
+cli-reference: tools/slimrun$(EXEEXT)
+	$(AM_V_GEN)$(SHELL) $(top_srcdir)/tools/cli_md.sh ./tools/slimrun$(EXEEXT) > $(top_srcdir)/docs/cli.md.tmp && \
+	  mv $(top_srcdir)/docs/cli.md.tmp $(top_srcdir)/docs/cli.md
+readme-flags: cli-reference
+.PHONY: cli-reference readme-flags
 # slimrun.1: the --help texts through help2man (tools/man.sh adds every
 # command's), built and installed when configure found help2man.
 EXTRA_DIST += tools/man.sh

@@ -1,7 +1,7 @@
 #!/bin/sh
 # tools/man.sh SLIMRUN - help2man's --include file for slimrun's man page:
 # a COMMANDS section with every command's --help (the same text as
-# `slimrun COMMAND --help` and README's flag tables), then ENVIRONMENT and
+# `slimrun COMMAND --help` and docs/cli.md), then ENVIRONMENT and
 # SEE ALSO. tools/local.mk runs help2man with it (when configure found it).
 slimrun=${1:?usage: man.sh SLIMRUN}
 # roff-safe: backslashes doubled, a leading . or ' escaped
