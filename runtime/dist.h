@@ -86,6 +86,10 @@ double slim__dist_take_wait(slim__dist *d);
  * training thread waited of it is in slim__dist_take_wait; the rest hid
  * behind backward). */
 double slim__dist_take_wire(slim__dist *d);
+/* The communication thread since the last call: its CPU seconds (MPI's
+ * progress: shared-memory copies, reductions, polling) and its passes (each
+ * tests what is in flight once; between passes it sleeps or is woken). */
+void slim__dist_take_comm(slim__dist *d, double *cpu_seconds, double *polls);
 /* Recorded spans (opts.trace): kind 0 = a bucket's allreduce on the wire
  * (from its start to its completion), 1 = the training thread waiting. */
 typedef struct slim__dist_span {

@@ -132,6 +132,9 @@ struct slim__dist {
     bool layout_done, in_wait_phase;
 
     double wait_total, wire_total, last_done; /* last_done: of this step's buckets */
+    int64_t polls;                            /* passes of the comm thread (atomic) */
+    double comm_cpu_last;
+    int64_t polls_last;
     slim__dist_span *spans;
     int n_spans, cap_spans;
 };
@@ -361,9 +364,11 @@ static void *comm_main(void *arg)
 {
     slim__dist *d = arg;
     double next_hb = 0, poll = POLL_MIN;
+    pthread_setname_np(pthread_self(), "slim-comm"); /* top -H, /proc/PID/task */
     pthread_mutex_lock(&d->mu);
     hb_post(d);
     while (!d->quit) {
+        __atomic_add_fetch(&d->polls, 1, __ATOMIC_RELAXED);
         if (d->failed) { /* no more MPI: wait to be closed */
             pthread_cond_wait(&d->cv_work, &d->mu);
             continue;
@@ -798,6 +803,23 @@ double slim__dist_take_wire(slim__dist *d)
     double w = d->wire_total;
     d->wire_total = 0;
     return w;
+}
+
+void slim__dist_take_comm(slim__dist *d, double *cpu_seconds, double *polls)
+{
+    *cpu_seconds = *polls = 0;
+    if (!d->th_started)
+        return;
+    clockid_t id;
+    struct timespec ts;
+    if (pthread_getcpuclockid(d->th, &id) == 0 && clock_gettime(id, &ts) == 0) {
+        double c = (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+        *cpu_seconds = c - d->comm_cpu_last;
+        d->comm_cpu_last = c;
+    }
+    int64_t n = __atomic_load_n(&d->polls, __ATOMIC_RELAXED);
+    *polls = (double)(n - d->polls_last);
+    d->polls_last = n;
 }
 
 void slim__dist_set_trace(slim__dist *d, bool on)

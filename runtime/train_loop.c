@@ -365,7 +365,9 @@ slim_status slim_train(const slim_train_config *c, slim_train_result *res, slim_
     double run_start = slim__rt_now(), last_save = run_start, last_report = run_start;
     int64_t last_saved_step = t.step, period_steps = 0, period_images = 0;
     double loss_sum = 0, acc_sum = 0, wait_sum = 0, norm_sum = 0, comm_sum = 0, wire_sum = 0;
-    double cpu_sum = 0, cpu_last = cpu_now();
+    double cpu_sum = 0, cpu_last = cpu_now(), ccpu_sum = 0, polls_sum = 0, ccpu = 0, polls = 0;
+    if (multi) /* from here */
+        slim__dist_take_comm(t.dist, &ccpu, &polls);
     double last_loss = NAN;
     const bool clipping = c->clip_gradient_norm > 0;
     int64_t log_every = c->log_every_n_steps > 0 ? c->log_every_n_steps : 10;
@@ -381,6 +383,16 @@ slim_status slim_train(const slim_train_config *c, slim_train_result *res, slim_
         st = slim__rt_trainer_step(&t, &ss, err);
         if (st)
             break;
+        if (multi && root && t.step == res->start_step + 1) { /* the layout is known now */
+            double bytes;
+            int nb;
+            slim__dist_bucket_info(t.dist, &bytes, &nb);
+            if (nb > 0)
+                slim__rt_msg(c->on_message, c->user, SLIM_LOG_INFO,
+                             "gradient allreduce: %.1f MB per step in %d bucket%s "
+                             "(--allreduce_bucket_mb)",
+                             bytes / 1e6, nb, nb == 1 ? "" : "s");
+        }
         double comm = multi ? slim__dist_take_wait(t.dist) : 0, wire = 0;
         double cpu_t = cpu_now(), cpu = cpu_t - cpu_last;
         cpu_last = cpu_t;
@@ -389,9 +401,10 @@ slim_status slim_train(const slim_train_config *c, slim_train_result *res, slim_
         bool time_due = c->save_interval_secs > 0 &&
                         slim__rt_now() - last_save >= c->save_interval_secs && root;
         if (multi) { /* the stop request, and the step's figures over every process */
-            double v[8] = {c->stop && *c->stop ? 1 : 0,  ss.loss,  ss.accuracy, ss.n_valid, comm,
-                           slim__dist_take_wire(t.dist), time_due, cpu};
-            st = slim__dist_allreduce(t.dist, v, 8, SLIM__DIST_SUM, "the end-of-step allreduce",
+            slim__dist_take_comm(t.dist, &ccpu, &polls);
+            double v[10] = {c->stop && *c->stop ? 1 : 0,  ss.loss,  ss.accuracy, ss.n_valid, comm,
+                            slim__dist_take_wire(t.dist), time_due, cpu,         ccpu,       polls};
+            st = slim__dist_allreduce(t.dist, v, 10, SLIM__DIST_SUM, "the end-of-step allreduce",
                                       err);
             time_due = v[6] > 0;
             if (st)
@@ -403,6 +416,8 @@ slim_status slim_train(const slim_train_config *c, slim_train_result *res, slim_
             comm = v[4] / t.size + slim__dist_take_wait(t.dist);
             wire = v[5] / t.size;
             cpu = v[7] / t.size;
+            ccpu_sum += v[8] / t.size;
+            polls_sum += v[9] / t.size;
         }
         if (!isfinite(ss.loss)) {
             st = slim__error(err, SLIM_ESTATE,
@@ -486,15 +501,28 @@ slim_status slim_train(const slim_train_config *c, slim_train_result *res, slim_
                                   "comm_wait",
                                   "comm_wait_seconds",
                                   "allreduce_seconds",
+                                  "comm_cpu_seconds",
+                                  "comm_polls",
                                   "grad_norm"};
-            double vals[] = {(double)p.step,      p.epoch,         p.loss,
-                             p.accuracy,          p.learning_rate, p.images_per_sec,
-                             p.input_wait,        p.elapsed,       p.cpu_seconds,
-                             (double)p.processes, p.comm_wait,     p.comm_wait_seconds,
-                             p.allreduce_seconds, p.grad_norm};
-            int nk = multi ? 13 : 9;
+            double vals[] = {(double)p.step,
+                             p.epoch,
+                             p.loss,
+                             p.accuracy,
+                             p.learning_rate,
+                             p.images_per_sec,
+                             p.input_wait,
+                             p.elapsed,
+                             p.cpu_seconds,
+                             (double)p.processes,
+                             p.comm_wait,
+                             p.comm_wait_seconds,
+                             p.allreduce_seconds,
+                             ccpu_sum / (double)period_steps,
+                             polls_sum / (double)period_steps,
+                             p.grad_norm};
+            int nk = multi ? 15 : 9;
             if (clipping) /* grad_norm last */
-                keys[nk] = keys[13], vals[nk] = vals[13], nk++;
+                keys[nk] = keys[15], vals[nk] = vals[15], nk++;
             slim_error e2 = {0};
             slim_status ws = slim__rt_jsonl_write(t.metrics, keys, vals, nk, NULL, NULL, &e2);
             slim__rt_report_write(c->on_message, c->user, &t.metrics_failing, ws, &e2);
@@ -510,6 +538,7 @@ slim_status slim_train(const slim_train_config *c, slim_train_result *res, slim_
             slim__rt_report_write(c->on_message, c->user, &t.events_failing, ws, &e2);
             last_report = now;
             loss_sum = acc_sum = wait_sum = norm_sum = comm_sum = wire_sum = cpu_sum = 0;
+            ccpu_sum = polls_sum = 0;
             period_steps = period_images = 0;
         } else if (!root) {
             last_loss = ss.loss;

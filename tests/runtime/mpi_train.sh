@@ -78,6 +78,16 @@ if [ -f "$T/two/metrics.jsonl" ] && has "$T/two/metrics.jsonl" '"processes": 2' 
     has "$T/two/metrics.jsonl" '"comm_wait"' && has "$T/two/metrics.jsonl" '"allreduce_seconds"'; then
     ok "metrics.jsonl says 2 processes and the communication wait"
 else not_ok "metrics.jsonl across processes"; show "$T/two/metrics.jsonl"; fi
+# the communication thread's share: some CPU (never more than the process's),
+# at least one pass per step (every step has collectives)
+if [ -f "$T/two/metrics.jsonl" ] && awk '
+    { c = $0; sub(/.*"cpu_seconds": /, "", c); c += 0
+      x = $0; if (!sub(/.*"comm_cpu_seconds": /, "", x)) exit 1; x += 0
+      p = $0; if (!sub(/.*"comm_polls": /, "", p)) exit 1; p += 0
+      if (!(x > 0 && x < c && p >= 1)) exit 1; n++ }
+    END { exit n ? 0 : 1 }' "$T/two/metrics.jsonl"; then
+    ok "metrics.jsonl: the communication thread's CPU seconds and passes per step"
+else not_ok "comm_cpu_seconds / comm_polls"; show "$T/two/metrics.jsonl"; fi
 
 # LeNet (no batch norm: no statistics to synchronize), momentum, synthetic data
 L="--model_name=lenet --synthetic --synthetic_examples=96 --max_number_of_steps=20
