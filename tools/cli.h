@@ -75,11 +75,12 @@ int slim_cli_train(int argc, char **argv, int first, char **pre, int pre_n,
 /* slimrun train's flags into a configuration (for train and profile). */
 typedef struct slim_cli_train_args {
     slim_train_config c;
-    int steps, warmup;    /* profile: steps timed, steps run first */
-    int eval_detail;      /* user data of c.on_eval */
-    flags_result flags;   /* c.run_config and c.plugins point into it */
-    const char *on_error; /* --on_error: fail | skip (c.skip_damaged) */
-    bool plot;            /* --plot: slimrun plot of the run at the end */
+    int steps, warmup;     /* profile: steps timed, steps run first */
+    int eval_detail;       /* user data of c.on_eval */
+    flags_result flags;    /* c.run_config and c.plugins point into it */
+    const char *on_error;  /* --on_error: fail | skip (c.skip_damaged) */
+    bool plot;             /* --plot: slimrun plot of the run at the end */
+    char trace_path[4200]; /* --trace alone: TRAIN_DIR/trace.json */
 } slim_cli_train_args;
 /* Parse the train flags (pre first, then argv[first..]) into *ta and set its
  * callbacks and signal handling. cmd names the command in messages; usage and

@@ -13,6 +13,7 @@
 #include "engine/file.h"
 #include "runtime/train_internal.h"
 #include "tools/cmd.h"
+#include "tools/flags.h"
 #include <slim/data.h>
 
 #include <glob.h>
@@ -104,6 +105,13 @@ static int parse_flags(const char *cmd, const fdef *defs, int n, int argc, char 
         if (!val) {
             if (i + 1 >= argc) {
                 fprintf(stderr, "slimrun %s: --%s needs a value\n", cmd, d->name);
+                return 2;
+            }
+            if (flags_is_flag(argv[i + 1])) { /* never eat the next flag */
+                fprintf(stderr,
+                        "slimrun %s: --%s needs a value, and the next argument, %s, is a flag "
+                        "(write --%s=%s if that is the value)\n",
+                        cmd, d->name, argv[i + 1], d->name, argv[i + 1]);
                 return 2;
             }
             val = argv[++i];

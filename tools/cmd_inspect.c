@@ -141,6 +141,8 @@ static void list_models(void)
     }
 }
 
+static const char *no_value; /* a flag given without its value */
+
 static bool flag(const char *a, const char *name, const char **val, int *i, int argc, char **argv)
 {
     size_t l = strlen(name);
@@ -150,11 +152,15 @@ static bool flag(const char *a, const char *name, const char **val, int *i, int 
         *val = a + l + 1;
         return true;
     }
-    if (a[l] == 0 && *i + 1 < argc) {
+    if (a[l] != 0)
+        return false;
+    if (*i + 1 < argc && !flags_is_flag(argv[*i + 1])) { /* never eat the next flag */
         *val = argv[++*i];
         return true;
     }
-    return false;
+    no_value = name;
+    *val = "";
+    return true;
 }
 
 static int run_inspect(int argc, char **argv)
@@ -202,6 +208,12 @@ static int run_inspect(int argc, char **argv)
             return 2;
         } else {
             model = a;
+        }
+        if (no_value) {
+            fprintf(stderr, "slimrun inspect: %s needs a value%s%s%s\n", no_value,
+                    i + 1 < argc ? " (the next argument, " : "", i + 1 < argc ? argv[i + 1] : "",
+                    i + 1 < argc ? ", is a flag)" : "");
+            return 2;
         }
     }
     if (!model || batch < 1 || classes < 0 || image < 0 || threads < 1) {

@@ -173,8 +173,9 @@ static const flag_def train_flags[] = {
      "split evaluated during training (default: test/validation)"},
     {"plot", FLAG_BOOL, offsetof(slim_cli_train_args, plot), 0,
      "at the end, draw the run into --train_dir/metrics.png (slimrun plot; needs gnuplot)"},
-    {"trace", FLAG_STR, T(trace_path), 0,
-     "write a Chrome trace (Perfetto) of the first --trace_steps steps"},
+    {"trace", FLAG_STR_BARE, T(trace_path), 0,
+     "write a Chrome trace (Perfetto) of the first --trace_steps steps (--trace=FILE.json; "
+     "alone: TRAIN_DIR/trace.json)"},
     {"trace_steps", FLAG_INT, T(trace_steps), 0, "steps traced (50)"},
     {"steps", FLAG_INT, offsetof(slim_cli_train_args, steps), 0, ""},
     {"warmup", FLAG_INT, offsetof(slim_cli_train_args, warmup), 0, ""},
@@ -278,6 +279,17 @@ int slim_cli_train_args_parse(slim_cli_train_args *ta, const char *cmd, const ch
                 n_proc > 1 ? "" : " (mpirun -np N starts N; README: Training on several machines)");
     }
     slim_train_config *c = &ta->c;
+    if (c->trace_path && !c->trace_path[0]) { /* --trace alone */
+        if (!c->train_dir) {
+            fprintf(stderr,
+                    "slimrun %s: --trace alone writes TRAIN_DIR/trace.json: give --train_dir or "
+                    "--trace=FILE.json\n",
+                    cmd);
+            return 2;
+        }
+        snprintf(ta->trace_path, sizeof ta->trace_path, "%s/trace.json", c->train_dir);
+        c->trace_path = ta->trace_path;
+    }
     if (ta->on_error && strcmp(ta->on_error, "fail") && strcmp(ta->on_error, "skip")) {
         fprintf(stderr, "slimrun %s: --on_error=%s: expected fail or skip\n", cmd, ta->on_error);
         return 2;

@@ -70,7 +70,8 @@ static int set_value(const flag_def *defs, const flag_def *d, void *base, const 
     void *p = (char *)base + d->off;
     errno = 0;
     switch (d->type) {
-    case FLAG_STR: *(const char **)p = v; return 0;
+    case FLAG_STR:
+    case FLAG_STR_BARE: *(const char **)p = v; return 0;
     case FLAG_INT: {
         long x = strtol(v, &end, 10);
         if (end == v || *end || errno || x < -2147483647L || x > 2147483647L)
@@ -143,6 +144,11 @@ static int set_value(const flag_def *defs, const flag_def *d, void *base, const 
     snprintf(err, n, "--%s=%s: expected %s", d->name, v,
              d->type == FLAG_DBL ? "a number" : "an integer");
     return 2;
+}
+
+bool flags_is_flag(const char *a)
+{
+    return !strncmp(a, "--", 2) || !strcmp(a, "-h");
 }
 
 bool flags_given(const flags_result *res, const char *name)
@@ -225,11 +231,20 @@ static int parse(const flag_def *defs, int n_defs, void *base, int argc, char **
             return 2;
         }
         if (!value) {
+            const char *next = i + 1 < argc ? argv[i + 1] : NULL;
             if (d->type == FLAG_BOOL || d->type == FLAG_NOTE_BOOL)
                 value = "true"; /* absl: a boolean flag alone is true */
-            else if (i + 1 < argc)
+            else if (next && !flags_is_flag(next))
                 value = argv[++i];
-            else {
+            else if (d->type == FLAG_STR_BARE)
+                value = "";  /* alone: the command's default */
+            else if (next) { /* `--trace_dir --steps=3` must not eat --steps */
+                snprintf(err, err_size,
+                         "--%s needs a value, and the next argument, %s, is a flag "
+                         "(write --%s=%s if that is the value)",
+                         d->name, next, d->name, next);
+                return 2;
+            } else {
                 snprintf(err, err_size, "--%s needs a value", d->name);
                 return 2;
             }

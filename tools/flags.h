@@ -1,6 +1,8 @@
 /* tools/flags.h - TF-Slim/absl-style command-line flags for slimrun's
  * train, eval, predict, run and profile commands:
  *   --name=value  --name value  --name (booleans: true)  --noname (false)
+ * A value never starts with "--": `--name --other` is an error (or the bare
+ * form of a FLAG_STR_BARE flag); `--name=--x` gives such a value.
  * described by a table of offsets into a config struct. Unknown flags are
  * errors that suggest the closest known name. */
 #ifndef SLIM_TOOLS_FLAGS_H
@@ -22,6 +24,7 @@ typedef enum flag_type {
     FLAG_NOTE_BOOL, /* the same for a TF-Slim boolean: --name alone is true, --noname false */
     FLAG_LIST,      /* const char *const * with an int count at off2 (repeatable: --plugin) */
     FLAG_DEFINES,   /* a FLAG_LIST of NAME=VALUE where a later NAME replaces an earlier (--set) */
+    FLAG_STR_BARE,  /* a FLAG_STR that may be given alone: --name sets "" (the command's default) */
 } flag_type;
 
 typedef struct flag_def {
@@ -47,6 +50,9 @@ typedef struct flags_result {
 /* Parse argv[first..argc). Returns 0, or 2 with a message in err (usage error). */
 int flags_parse(const flag_def *defs, int n_defs, void *base, int argc, char **argv, int first,
                 flags_result *res, char *err, size_t err_size);
+/* Does argument a look like a flag (so that it is never taken as the value
+ * of the flag before it)? "--x", "--", "-h". */
+bool flags_is_flag(const char *a);
 /* Was this flag set by the last flags_parse into res? */
 bool flags_given(const flags_result *res, const char *name);
 void flags_usage(FILE *f, const char *usage, const flag_def *defs, int n_defs);

@@ -6,7 +6,8 @@
 # with the training image size), predict without MODEL, eval's advice on a
 # wrong --eval_image_size, no Recall_5 under 6 classes, convert making its
 # output's parents and its progress line, and every flag profile's advice
-# names being one train has.
+# names being one train has; a flag's value never being the next flag
+# (--trace alone is TRAIN_DIR/trace.json).
 top_srcdir=${top_srcdir:-.}
 top_builddir=${top_builddir:-.}
 SLIMRUN=$top_builddir/tools/slimrun
@@ -52,6 +53,30 @@ check "--save_summaries_secs=60: noted like the other unused flags" has "$T/b4.l
 check "slimrun help train is slimrun train --help" cmp "$T/h1.txt" "$T/h2.txt"
 "$SLIMRUN" help nosuch > /dev/null 2>&1
 check "slimrun help nosuch: exit 2" test $? = 2
+
+# ---- a flag's value never eats the next flag ------------------------------------
+train --train_dir="$T/tr" --max_number_of_steps=3 --trace --trace_steps=2 > "$T/tr.log" 2>&1
+check "train --trace --trace_steps=2: --trace alone writes TRAIN_DIR/trace.json of steps 1-2" \
+    sh -c "test $? = 0 && grep -q 'trace of steps 1-2 to $T/tr/trace.json' '$T/tr.log' &&
+           test -s '$T/tr/trace.json' && test ! -e ./--trace_steps=2"
+train --max_number_of_steps=1 --trace > "$T/tr2.log" 2>&1
+check "--trace alone without --train_dir: exit 2, says what to give" sh -c \
+    "test $? = 2 && grep -q 'give --train_dir or --trace=FILE.json' '$T/tr2.log'"
+train --train_dir --max_number_of_steps=1 > "$T/tr3.log" 2>&1
+check "--train_dir followed by a flag: exit 2 naming both, not a directory '--max_...'" sh -c \
+    "test $? = 2 && grep -q -- '--train_dir needs a value, and the next argument, --max_number_of_steps=1, is a flag' '$T/tr3.log' && test ! -e ./--max_number_of_steps=1"
+"$SLIMRUN" eval --checkpoint_path --batch_size=2 > "$T/tr4.log" 2>&1
+check "eval: the same rule (--checkpoint_path --batch_size=2: exit 2)" sh -c \
+    "test $? = 2 && grep -q -- '--checkpoint_path needs a value, and the next argument' '$T/tr4.log'"
+"$SLIMRUN" data decode --out --help > "$T/tr5.log" 2>&1
+check "data decode: the same rule (--out --help: exit 2)" sh -c \
+    "test $? = 2 && grep -q -- '--out needs a value, and the next argument, --help' '$T/tr5.log'"
+"$SLIMRUN" inspect lenet --dot --batch_size=2 > "$T/tr6.log" 2>&1
+check "inspect: the same rule (--dot --batch_size=2: exit 2)" sh -c \
+    "test $? = 2 && grep -q -- '--dot needs a value (the next argument, --batch_size=2' '$T/tr6.log'"
+"$SLIMRUN" eval --checkpoint_path=--nosuch --synthetic > "$T/tr7.log" 2>&1
+check "a value starting with -- is still given with = (no checkpoint at --nosuch)" \
+    grep -q -- "no checkpoint at --nosuch:" "$T/tr7.log"
 
 # ---- --set, and the model as trained --------------------------------------------
 train --train_dir="$T/s" --max_number_of_steps=2 --set width=4 --train_image_size=20 \
