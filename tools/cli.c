@@ -1,6 +1,7 @@
 /* tools/cli.c - what slimrun's commands share (see cli.h). */
 #include "tools/cli.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -82,8 +83,21 @@ const char *slim_cli_sgr(int fd, const char *code)
 void slim_cli_error(const char *cmd, const char *msg)
 {
     slim_cli_end_line();
-    fprintf(stderr, "%sslimrun %s:%s %s\n", slim_cli_sgr(2, "1;31"), cmd, slim_cli_sgr(2, "0"),
-            msg);
+    const char *w = runfile_where_in(msg); /* slimrun run: the line the error is about */
+    if (w && strstr(msg, w))
+        w = NULL;
+    fprintf(stderr, "%sslimrun %s:%s %s%s%s\n", slim_cli_sgr(2, "1;31"), cmd, slim_cli_sgr(2, "0"),
+            w ? w : "", w ? ": " : "", msg);
+}
+
+void slim_cli_errorf(const char *cmd, const char *fmt, ...)
+{
+    char msg[2048];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    slim_cli_error(cmd, msg);
 }
 
 static bool tty_line; /* a progress line without its newline is on stderr */

@@ -27,8 +27,11 @@ extern volatile int64_t slim_cli_last_step;
  * bold red, "0": reset) when fd has colour, else "". */
 bool slim_cli_colour(int fd);
 const char *slim_cli_sgr(int fd, const char *code);
-/* "slimrun CMD: MSG" on stderr, the "slimrun CMD:" in red on a colour terminal. */
+/* "slimrun CMD: MSG" on stderr, the "slimrun CMD:" in red on a colour terminal;
+ * under slimrun run, MSG is preceded by the run file's FILE:LINE:COL of the
+ * entry it is about (runfile_where_in). slim_cli_errorf formats MSG. */
 void slim_cli_error(const char *cmd, const char *msg);
+void slim_cli_errorf(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* The library's log callback: "warning: ", "error: " prefixes on stderr. */
 void slim_cli_message(int level, const char *msg, void *user);

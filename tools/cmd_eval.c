@@ -78,11 +78,11 @@ int slim_cli_eval(int argc, char **argv, int first, char **pre, int pre_n)
     memset(&fr, 0, sizeof fr);
     char err[1024];
     if (pre_n && flags_parse(eval_flags, N_EVAL_FLAGS, &ec, pre_n, pre, 0, &fr, err, sizeof err)) {
-        fprintf(stderr, "slimrun eval: %s\n", err);
+        slim_cli_error("eval", err);
         return 2;
     }
     if (flags_parse(eval_flags, N_EVAL_FLAGS, &ec, argc, argv, first, &fr, err, sizeof err)) {
-        fprintf(stderr, "slimrun eval: %s\n", err);
+        slim_cli_error("eval", err);
         return 2;
     }
     if (fr.help) {
@@ -103,8 +103,7 @@ int slim_cli_eval(int argc, char **argv, int first, char **pre, int pre_n)
         else if (!strcmp(ec.use_ema, "false") || !strcmp(ec.use_ema, "0"))
             c->use_ema = 0;
         else {
-            fprintf(stderr, "slimrun eval: --use_ema=%s: expected auto, true or false\n",
-                    ec.use_ema);
+            slim_cli_errorf("eval", "--use_ema=%s: expected auto, true or false", ec.use_ema);
             return 2;
         }
     } else if (flags_given(&fr, "moving_average_decay")) {

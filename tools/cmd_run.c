@@ -60,7 +60,7 @@ static int run_main(int argc, char **argv)
             rc = slim_cli_eval(1, none, 1, pre, n);
         }
     } else {
-        fprintf(stderr, "slimrun run: %s: command '%s': expected train or eval\n", argv[1],
+        fprintf(stderr, "slimrun run: %s: command '%s': expected train or eval\n", rf.command_where,
                 command);
         rc = 2;
     }

@@ -254,11 +254,11 @@ int slim_cli_train_args_parse(slim_cli_train_args *ta, const char *cmd, const ch
     flags_result *fr = &ta->flags;
     char err[1024];
     if (pre_n && flags_parse(train_flags, N_TRAIN_FLAGS, ta, pre_n, pre, 0, fr, err, sizeof err)) {
-        fprintf(stderr, "slimrun %s: %s\n", cmd, err); /* FILE:LINE:COL: ... */
+        slim_cli_error(cmd, err); /* FILE:LINE:COL: ... */
         return 2;
     }
     if (flags_parse(train_flags, N_TRAIN_FLAGS, ta, argc, argv, first, fr, err, sizeof err)) {
-        fprintf(stderr, "slimrun %s: %s\n", cmd, err);
+        slim_cli_error(cmd, err);
         return 2;
     }
     if (fr->help) {
@@ -281,17 +281,15 @@ int slim_cli_train_args_parse(slim_cli_train_args *ta, const char *cmd, const ch
     slim_train_config *c = &ta->c;
     if (c->trace_path && !c->trace_path[0]) { /* --trace alone */
         if (!c->train_dir) {
-            fprintf(stderr,
-                    "slimrun %s: --trace alone writes TRAIN_DIR/trace.json: give --train_dir or "
-                    "--trace=FILE.json\n",
-                    cmd);
+            slim_cli_error(cmd, "--trace alone writes TRAIN_DIR/trace.json: give --train_dir or "
+                                "--trace=FILE.json");
             return 2;
         }
         snprintf(ta->trace_path, sizeof ta->trace_path, "%s/trace.json", c->train_dir);
         c->trace_path = ta->trace_path;
     }
     if (ta->on_error && strcmp(ta->on_error, "fail") && strcmp(ta->on_error, "skip")) {
-        fprintf(stderr, "slimrun %s: --on_error=%s: expected fail or skip\n", cmd, ta->on_error);
+        slim_cli_errorf(cmd, "--on_error=%s: expected fail or skip", ta->on_error);
         return 2;
     }
     c->skip_damaged = ta->on_error && !strcmp(ta->on_error, "skip");

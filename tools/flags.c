@@ -293,6 +293,47 @@ const char *runfile_where(const char *arg)
     return NULL;
 }
 
+/* Does msg hold word w delimited (start, space, quote, =, or : around it)? */
+static bool has_word(const char *msg, const char *w, size_t wl)
+{
+    if (wl == 0)
+        return false;
+    for (const char *p = msg; (p = strstr(p, w)) != NULL; p++) {
+        char before = p == msg ? ' ' : p[-1], after = p[wl];
+        if (strchr(" '\"`=(,:", before) && (after == 0 || strchr(" '\"`:,;)=/\n", after)))
+            return true;
+    }
+    return false;
+}
+
+const char *runfile_where_in(const char *msg)
+{
+    const char *best = NULL;
+    size_t best_len = 0;
+    for (int k = 0; k < 4; k++) {
+        const runfile *rf = live[k];
+        for (int e = 0; rf && e < 2; e++) {
+            int n = e ? rf->eval_argc : rf->argc;
+            char **a = e ? rf->eval_argv : rf->argv, **w = e ? rf->eval_where : rf->where;
+            for (int i = 0; i < n; i++) {
+                const char *eq = strchr(a[i], '='); /* "--name=value" */
+                size_t nl = (size_t)(eq - a[i]);
+                char name[256];
+                snprintf(name, sizeof name, "%.*s", (int)nl, a[i]);
+                if (has_word(msg, name, strlen(name)))
+                    return w[i]; /* "--batch_size=..." */
+                size_t vl = strlen(eq + 1);
+                if (vl > best_len && has_word(msg, eq + 1, vl)) {
+                    best = w[i];
+                    best_len = vl;
+                }
+            }
+        }
+    }
+    /* a short value ("8", "true") quoted in a message is too likely someone else's */
+    return best_len >= 3 ? best : NULL;
+}
+
 static int push_arg(int *argc, char ***argv, char ***where, const char *key, const char *val,
                     const char *path, const yaml_mark_t *m)
 {
@@ -363,6 +404,8 @@ static int walk_map(yaml_document_t *doc, yaml_node_t *map, const char *path, ru
         if (!in_eval && !strcmp(key, "command") && v->type == YAML_SCALAR_NODE) {
             free(rf->command);
             rf->command = strdup((const char *)v->data.scalar.value);
+            snprintf(rf->command_where, sizeof rf->command_where, "%s:%zu:%zu", path,
+                     v->start_mark.line + 1, v->start_mark.column + 1);
             continue;
         }
         if (!in_eval && !strcmp(key, "eval") && v->type == YAML_MAPPING_NODE) {

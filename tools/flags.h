@@ -69,11 +69,16 @@ typedef struct runfile {
     char **eval_argv; /* the eval: section */
     bool has_eval;
     char **where, **eval_where; /* "FILE:LINE:COL" of each argv / eval_argv entry */
+    char command_where[600];    /* of the `command:` value */
 } runfile;
 int runfile_load(const char *path, runfile *rf, char *err, size_t err_size);
 void runfile_free(runfile *rf);
 /* "FILE:LINE:COL" of an argument a loaded run file holds (the pointer in its
  * argv or eval_argv), or NULL: flags_parse puts it before its errors. */
 const char *runfile_where(const char *arg);
+/* "FILE:LINE:COL" of the loaded run file entry an error message is about,
+ * or NULL: the entry whose --name the message mentions, else the one whose
+ * value (a path, a name) it quotes as a word, the longest such. */
+const char *runfile_where_in(const char *msg);
 
 #endif

@@ -226,6 +226,24 @@ printf 'model: %s\nsynthetic: true\nbatch_size: many\n' "$T/tiny.yaml" > "$T/run
 "$SLIMRUN" run "$T/run2.yaml" > "$T/run2.log" 2>&1
 check "a run file's bad value: its line (3:1)" \
     grep -q 'run2.yaml:3:1: --batch_size=many: expected an integer' "$T/run2.log"
+printf 'model: %s\ncommand: trian\n' "$T/tiny.yaml" > "$T/run5.yaml"
+"$SLIMRUN" run "$T/run5.yaml" > "$T/run5.log" 2>&1
+check "a run file's unknown command: its line (2:10)" sh -c "test $? = 2 &&
+    grep -q \"run5.yaml:2:10: command 'trian': expected train or eval\" '$T/run5.log'"
+printf 'model: %s\nsynthetic: true\noptimizer: adamx\ntrain_dir: %s/r5\n' "$T/tiny.yaml" "$T" \
+    > "$T/run6.yaml"
+"$SLIMRUN" run "$T/run6.yaml" > "$T/run6.log" 2>&1
+check "a run file's value refused after parsing (optimizer: adamx): its line (3:1)" \
+    grep -q 'run6.yaml:3:1: --optimizer=adamx: expected' "$T/run6.log"
+printf 'synthetic: true\ntrain_dir: %s/r6\nmodel: %s/nosuch.yaml\n' "$T" "$T" > "$T/run7.yaml"
+"$SLIMRUN" run "$T/run7.yaml" > "$T/run7.log" 2>&1
+check "a run file's missing model file: its line (3:1)" \
+    grep -q "run7.yaml:3:1: cannot open model file '$T/nosuch.yaml'" "$T/run7.log"
+printf 'model: %s\nsynthetic: true\nbatch_size: 8\nmax_number_of_steps: 1\ntrain_dir: %s/r7\neval:\n  checkpoint_path: %s/nockpt\n' \
+    "$T/tiny.yaml" "$T" "$T" > "$T/run8.yaml"
+"$SLIMRUN" run "$T/run8.yaml" > "$T/run8.log" 2>&1
+check "a run file's eval: section, a missing checkpoint: its line (7:3)" \
+    grep -q "run8.yaml:7:3: no checkpoint at $T/nockpt" "$T/run8.log"
 printf 'model: %s\nsynthetic: true\nset:\n  - width=4\nmax_number_of_steps: 1\ntrain_dir: %s/r3\n' \
     "$T/tiny.yaml" "$T" > "$T/run3.yaml"
 "$SLIMRUN" run "$T/run3.yaml" --batch_size=8 > "$T/run3.log" 2>&1
