@@ -903,8 +903,10 @@ slim_status slim__prep_run(const slim__prep *p, slim__prep_scratch *s, const pre
     }
     const prep_step *dec = p->n > 0 && p->steps[0].op == PREP_DECODE ? &p->steps[0] : NULL;
     bool exif = dec && dec->exif;
-    if (s->jpeg)
+    if (s->jpeg) {
         slim__jpeg_set_method(s->jpeg, dec && dec->fast_dct, !(dec && dec->plain_upsampling));
+        slim__jpeg_set_recover_truncated(s->jpeg, dec && dec->recover_truncated);
+    }
     double t0 = slim__now();
     int H, W;
     slim_status st = open_source(&r, exif, &H, &W);

@@ -44,14 +44,15 @@ typedef struct prep_step {
     int height, width;      /* targets; 0 = the output size */
     int side_min, side_max; /* aspect-preserving resize */
     int pad;
-    int channels;          /* decode: 0 = the recipe's */
-    bool exif;             /* decode: apply EXIF orientation */
-    bool fast_dct;         /* decode: dct_method INTEGER_FAST (libjpeg's JDCT_IFAST) */
-    bool plain_upsampling; /* decode: fancy_upscaling false (libjpeg's box chroma upsampling) */
-    bool half_pixel;       /* resize: half-pixel centres (TF2); TF1/TF-Slim: false */
-    bool fast_mode;        /* distort_color */
-    int ordering;          /* distort_color: -1 = random among the cases */
-    double fraction;       /* central_crop */
+    int channels;           /* decode: 0 = the recipe's */
+    bool exif;              /* decode: apply EXIF orientation */
+    bool fast_dct;          /* decode: dct_method INTEGER_FAST (libjpeg's JDCT_IFAST) */
+    bool plain_upsampling;  /* decode: fancy_upscaling false (libjpeg's box chroma upsampling) */
+    bool recover_truncated; /* decode: try_recover_truncated (rows after a cut end gray) */
+    bool half_pixel;        /* resize: half-pixel centres (TF2); TF1/TF-Slim: false */
+    bool fast_mode;         /* distort_color */
+    int ordering;           /* distort_color: -1 = random among the cases */
+    double fraction;        /* central_crop */
     double min_covered, aspect[2], area[2];
     int max_attempts;
     double p;      /* flip probability */

@@ -33,7 +33,8 @@ typedef struct opinfo {
 } opinfo;
 
 static const opinfo ops[] = {
-    {"decode", PREP_DECODE, "channels,exif_orientation,dct_method,fancy_upscaling"},
+    {"decode", PREP_DECODE,
+     "channels,exif_orientation,dct_method,fancy_upscaling,try_recover_truncated"},
     {"convert_to_float", PREP_CONVERT_TO_FLOAT, ""},
     {"to_float", PREP_TO_FLOAT, ""},
     {"central_crop", PREP_CENTRAL_CROP, "fraction"},
@@ -149,6 +150,8 @@ static slim_status parse_param(const yt_doc *d, prep_step *s, const char *key, c
         bool fancy = true;
         st = slim__yt_bool(d, v, &fancy, err);
         s->plain_upsampling = !fancy;
+    } else if (!strcmp(key, "try_recover_truncated")) {
+        st = slim__yt_bool(d, v, &s->recover_truncated, err);
     } else if (!strcmp(key, "fraction")) {
         st = slim__yt_float(d, v, &s->fraction, err);
         if (!st && (s->fraction <= 0 || s->fraction > 1))

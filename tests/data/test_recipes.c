@@ -226,6 +226,9 @@ static void test_bad(void)
         {"train:\n  - resize: {heigth: 3}\n",
          "bad.yaml:2:14: unknown parameter 'heigth' of step 'resize'; known: "
          "height,width,method,half_pixel_centers"},
+        {"train:\n  - decode: {try_recover: true}\n",
+         "bad.yaml:2:14: unknown parameter 'try_recover' of step 'decode'; known: "
+         "channels,exif_orientation,dct_method,fancy_upscaling,try_recover_truncated"},
         {"train:\n  - distorted_bounding_box_crop: {aspect_ratio_range: [1.5, 0.5]}\n",
          "bad.yaml:2:55: expected a range [low, high] with low <= high"},
         {"image_size: big\ntrain: [decode]\n", "bad.yaml:1:13: expected an integer, got 'big'"},
@@ -244,6 +247,8 @@ static void test_bad(void)
          "bad.yaml:2:26: dct_method must be INTEGER_ACCURATE or INTEGER_FAST"},
         {"train:\n  - decode: {fancy_upscaling: sometimes}\n",
          "bad.yaml:2:31: expected true or false, got 'sometimes'"},
+        {"train:\n  - decode: {try_recover_truncated: maybe}\n",
+         "bad.yaml:2:37: expected true or false, got 'maybe'"},
         /* duplicate keys (issue 26: the last won, the earlier values leaked) */
         {"name: a\nname: b\ntrain: [decode]\n",
          "bad.yaml:2:1: duplicate key 'name' (first written at 1:1), expected each key once per "
@@ -808,14 +813,56 @@ static void test_truncated(void)
               "truncated JPEG in a pipeline: error names the record");
     (void)st;
     /* The scratch is reusable after the error. */
-    uint8_t *g = tap_read_file(tap_data_path("jpeg/pillow/hopper.jpg"), &len);
-    prep_input in2 = {.data = g, .len = len, .name = "hopper"};
+    size_t glen;
+    uint8_t *g = tap_read_file(tap_data_path("jpeg/pillow/hopper.jpg"), &glen);
+    prep_input in2 = {.data = g, .len = glen, .name = "hopper"};
     st = slim__prep_run(&ru.p, ru.s, &in2, 1, 0, 0, out, NULL, &err);
     tap_ok(st == SLIM_OK, "the decoder works again after an error");
     free(g);
-    free(d);
     free(out);
     runner_fini(&ru);
+
+    /* decode's try_recover_truncated (tf.image.decode_jpeg's): the pipeline
+     * decodes it as slim_image_decode with the option does (`slimrun data
+     * decode --try_recover_truncated`), through the crop-only decode. */
+    slim_image img = {0};
+    slim_decode_opts o = {.channels = 3, .try_recover_truncated = true};
+    st = slim_image_decode(d, len, &o, &img, &err);
+    tap_ok(st == SLIM_OK && img.truncated && img.height == 100 && img.width == 100,
+           "the whole decode with the option: 100x100, said truncated");
+    fimg src = fimg_new(100, 100, 3);
+    for (size_t i = 0; st == SLIM_OK && i < (size_t)100 * 100 * 3; i++)
+        src.d[i] = img.data[i];
+    slim_image_fini(&img);
+    const char *text = "image_size: 64\nchannels: 3\neval:\n"
+                       "  - decode: {channels: 3, try_recover_truncated: true}\n"
+                       "  - central_crop: {fraction: 0.875}\n  - resize: {}\n  - to_float\n";
+    slim__recipe *r = NULL;
+    slim__prep p;
+    slim__prep_scratch *s = slim__prep_scratch_new();
+    out = malloc(sizeof(float) * 64 * 64 * 3);
+    prep_trace t;
+    st = slim__recipe_parse("recover.yaml", text, &r, &err);
+    if (!st)
+        st = slim__prep_init(&p, r, false, 64, 64, 0, true, false, &err);
+    if (!st)
+        st = slim__prep_run(&p, s, &in, 1, 0, 0, out, &t, &err);
+    tap_ok(st == SLIM_OK, "a recipe with try_recover_truncated: true decodes it (%s)",
+           st ? err.msg : "ok");
+    if (st == SLIM_OK) {
+        fimg a = ref_geometry(&src, &t);
+        double dd = max_diff(&a, out);
+        tap_ok(dd < 1e-3,
+               "... to the whole recovered decode, cropped and resized (max |diff| %.2g)", dd);
+        free(a.d);
+    } else {
+        tap_ok(false, "... to the whole recovered decode");
+    }
+    free(src.d);
+    free(out);
+    slim__prep_scratch_free(s);
+    slim__recipe_free(r);
+    free(d);
 }
 
 int main(void)

@@ -189,6 +189,39 @@ open(sys.argv[2], 'wb').write(d[:i] + b'\xff\xc3' + d[i + 2:])" \
         > "$T/t2.log" 2>&1
     check "--try_recover_truncated on a whole file: no truncation said" sh -c \
         "test $? = 0 && ! grep -q truncated '$T/t2.log'"
+    # the same choice in train and eval: a truncated JPEG is a damaged record
+    # (--on_error: stop naming it, or skip it), decoded only when the recipe's
+    # decode step says try_recover_truncated, as tf.image.decode_jpeg's
+    mkdir -p "$T/tf/a" "$T/tf/b"
+    cp "$J/testorig.jpg" "$T/tf/a/o.jpg"
+    cp "$DATA/jpeg/pillow/truncated_jpeg.jpg" "$T/tf/a/t.jpg"
+    cp "$J/testimgint.jpg" "$T/tf/b/g.jpg"
+    "$SLIMRUN" convert --input_dir="$T/tf" --dataset_dir="$T/tfr" --shards=1 > "$T/tfc.log" 2>&1
+    "$SLIMRUN" convert --input_dir="$T/tf" --dataset_dir="$T/tfv" --verify_decode > "$T/tfv.log" 2>&1
+    check "convert --verify_decode: the truncated JPEG stops it (exit 1), named" sh -c \
+        "test $? = 1 && grep -q 'a/t.jpg: corrupt JPEG: Premature end of JPEG file' '$T/tfv.log'"
+    tj() { "$SLIMRUN" train --model="$T/tiny.yaml" --dataset_dir="$T/tfr" --batch_size=3 \
+        --max_number_of_steps=2 --num_threads=1 "$@"; }
+    tj --train_dir="$T/tj1" --preprocessing_name=lenet > "$T/tj1.log" 2>&1
+    check "train on a truncated JPEG: stops (exit 1) naming the record and 'Premature end'" \
+        sh -c "test $? = 1 && grep -q 'record .*: corrupt JPEG: Premature end of JPEG file' '$T/tj1.log'"
+    tj --train_dir="$T/tj2" --preprocessing_name=lenet --on_error=skip > "$T/tj2.log" 2>&1
+    check "... with --on_error=skip: trained, the record skipped and counted" sh -c \
+        "test $? = 0 && grep -q 'skipped [0-9]* damaged record' '$T/tj2.log'"
+    sed 's/- decode: {channels: 1}/- decode: {channels: 1, try_recover_truncated: true}/' \
+        "$top_srcdir/models/pipelines/lenet.yaml" > "$T/recover.yaml"
+    tj --train_dir="$T/tj3" --preprocessing_name="$T/recover.yaml" > "$T/tj3.log" 2>&1
+    check "... with a recipe whose decode has try_recover_truncated: true: trained, nothing skipped" \
+        sh -c "test $? = 0 && ! grep -q skipped '$T/tj3.log'"
+    "$SLIMRUN" eval --model="$T/tiny.yaml" --checkpoint_path="$T/tj3" --dataset_dir="$T/tfr" \
+        --dataset_split_name=train --batch_size=3 --preprocessing_name=lenet > "$T/tj4.log" 2>&1
+    check "eval: the same (stops at the truncated JPEG by default)" sh -c \
+        "test $? = 1 && grep -q 'Premature end of JPEG file' '$T/tj4.log'"
+    "$SLIMRUN" eval --model="$T/tiny.yaml" --checkpoint_path="$T/tj3" --dataset_dir="$T/tfr" \
+        --dataset_split_name=train --batch_size=3 --preprocessing_name="$T/recover.yaml" \
+        > "$T/tj5.log" 2>&1
+    check "... and evaluates all 3 images with the recovering recipe" sh -c \
+        "test $? = 0 && grep -q '3 images' '$T/tj5.log'"
 else
     skip "JPEG messages" "no $J"
 fi
