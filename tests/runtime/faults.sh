@@ -101,10 +101,20 @@ while [ $i -lt "$KILLS" ]; do
                 what="at step 3, before any checkpoint"; break; fi
             sleep 0.005
         done ;;
-    0) # a random moment of what a whole run takes
-        at=$(rand 0.05 "$REF_SECS")
-        sleep "$at"
-        what="at ${at}s" ;;
+    0) # a random moment of the rest of the run: after a random step from
+        # its newest checkpoint on (a step, not a time: a drawn time often
+        # came after a resumed run on a loaded machine had ended, which ended
+        # the kills), and a random part of a step's time more
+        from=$(ls "$T/k" 2> /dev/null | grep -v tmp | grep -o 'ckpt-[0-9]*' | cut -d- -f2 |
+            sort -n | tail -1)
+        at=$(rand "${from:-0}" "$((STEPS - 1))" | cut -d. -f1)
+        extra=$(rand 0 "$(awk -v s="$REF_SECS" -v n="$STEPS" 'BEGIN { printf "%.3f", s / n }')")
+        what="without reaching step $at"
+        while kill -0 $pid 2> /dev/null; do
+            if grep -q "^step $at/" "$log" 2> /dev/null || [ "$at" = 0 ]; then
+                sleep "$extra"; what="after step $at + ${extra}s"; break; fi
+            sleep 0.005
+        done ;;
     1) # while a checkpoint's temporary file is there
         what="without catching a checkpoint write"
         while kill -0 $pid 2> /dev/null; do
