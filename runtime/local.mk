@@ -41,10 +41,11 @@ libslim_core_la_SOURCES += \
 # Training across processes: the communicator over MPI when configure found
 # it, else the one-process world (no MPI symbol in the build).
 libslim_core_la_SOURCES += runtime/dist.h runtime/dist_common.c
+DIST_MPI = runtime/dist_mpi.c runtime/dist_mpi.h runtime/dist_mpi_comm.c
 if HAVE_MPI
-libslim_core_la_SOURCES += runtime/dist_mpi.c
+libslim_core_la_SOURCES += $(DIST_MPI)
 EXTRA_DIST += runtime/dist_local.c
 else
 libslim_core_la_SOURCES += runtime/dist_local.c
-EXTRA_DIST += runtime/dist_mpi.c
+EXTRA_DIST += $(DIST_MPI)
 endif
