@@ -71,7 +71,9 @@ libslim_core_la_SOURCES += \
 	interop/onnx_import.c \
 	interop/onnx_fold.c \
 	interop/onnx_ops_nn.c \
+	interop/onnx_ops.c \
 	interop/onnx_ops_tensor.c \
+	interop/onnx_ops_shape.c \
 	interop/onnx_ops_loss.c \
 	interop/onnx_yaml.c \
 	interop/onnx_model.c \

@@ -265,7 +265,7 @@ int ox_norm_axis(int64_t axis, int rank); /* [-rank, rank) -> [0, rank), or -1 *
 /* ---- per ONNX op (onnx_ops_*.c, onnx_fold.c) --------------------------------- */
 
 typedef slim_status (*ox_map_fn)(ox_builder *b, const Onnx__NodeProto *n);
-/* The mapping of an op type, or NULL. */
+/* The mapping of an op type, or NULL (onnx_ops.c: the table). */
 ox_map_fn ox_mapper(const char *op_type);
 slim_status ox_map_node(ox_builder *b, const Onnx__NodeProto *n);
 /* Host folding: SLIM_OK with the outputs defined, or SLIM_ENOTFOUND when the
@@ -289,13 +289,43 @@ slim_status ox_map_layernorm(ox_builder *b, const Onnx__NodeProto *n);
 slim_status ox_map_lrn(ox_builder *b, const Onnx__NodeProto *n);
 slim_status ox_map_gemm(ox_builder *b, const Onnx__NodeProto *n);
 slim_status ox_map_matmul(ox_builder *b, const Onnx__NodeProto *n);
+/* onnx_ops_tensor.c */
+slim_status ox_map_relu(ox_builder *b, const Onnx__NodeProto *n);
+slim_status ox_map_leakyrelu(ox_builder *b, const Onnx__NodeProto *n);
+slim_status ox_map_elu(ox_builder *b, const Onnx__NodeProto *n);
+slim_status ox_map_sigmoid(ox_builder *b, const Onnx__NodeProto *n);
+slim_status ox_map_tanh(ox_builder *b, const Onnx__NodeProto *n);
+slim_status ox_map_hardsigmoid(ox_builder *b, const Onnx__NodeProto *n);
+slim_status ox_map_hardswish(ox_builder *b, const Onnx__NodeProto *n);
+slim_status ox_map_gelu(ox_builder *b, const Onnx__NodeProto *n);
+slim_status ox_map_clip(ox_builder *b, const Onnx__NodeProto *n);
+slim_status ox_map_softmax(ox_builder *b, const Onnx__NodeProto *n);
+slim_status ox_map_logsoftmax(ox_builder *b, const Onnx__NodeProto *n);
+slim_status ox_map_add(ox_builder *b, const Onnx__NodeProto *n);
+slim_status ox_map_mul(ox_builder *b, const Onnx__NodeProto *n);
+slim_status ox_map_sub(ox_builder *b, const Onnx__NodeProto *n);
+slim_status ox_map_div(ox_builder *b, const Onnx__NodeProto *n);
+slim_status ox_map_neg(ox_builder *b, const Onnx__NodeProto *n);
+slim_status ox_map_reducemean(ox_builder *b, const Onnx__NodeProto *n);
+slim_status ox_map_dropout(ox_builder *b, const Onnx__NodeProto *n);
+slim_status ox_map_identity(ox_builder *b, const Onnx__NodeProto *n);
+slim_status ox_map_constant(ox_builder *b, const Onnx__NodeProto *n);
+/* onnx_ops_shape.c */
+slim_status ox_map_concat(ox_builder *b, const Onnx__NodeProto *n);
+slim_status ox_map_pad(ox_builder *b, const Onnx__NodeProto *n);
+slim_status ox_map_flatten(ox_builder *b, const Onnx__NodeProto *n);
+slim_status ox_map_reshape(ox_builder *b, const Onnx__NodeProto *n);
+slim_status ox_map_squeeze(ox_builder *b, const Onnx__NodeProto *n);
+slim_status ox_map_unsqueeze(ox_builder *b, const Onnx__NodeProto *n);
+slim_status ox_map_transpose(ox_builder *b, const Onnx__NodeProto *n);
+slim_status ox_map_slice(ox_builder *b, const Onnx__NodeProto *n);
 /* onnx_ops_loss.c */
 slim_status ox_map_loss(ox_builder *b, const Onnx__NodeProto *n);
 /* A layer-norm layer over the last ONNX axis of x with host gamma/beta (or NULL). */
 slim_status ox_layer_norm(ox_builder *b, ox_value *x, const slim__ox_tensor *gamma,
                           const char *gamma_name, const slim__ox_tensor *beta,
                           const char *beta_name, double eps, const char *out_name);
-/* Helpers shared by the op files */
+/* Helpers shared by the op files (onnx_ops_tensor.c) */
 slim_status ox_no_outputs_from(ox_builder *b, const Onnx__NodeProto *n, size_t from,
                                const char *why);
 /* An op of one input that keeps its layout; kv: attributes. */
