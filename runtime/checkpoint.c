@@ -21,18 +21,15 @@
 #endif
 
 #define FORMAT "slim-checkpoint"
-#define SUFFIX ".slimckpt"
-#define PREFIX "model.ckpt-"
-#define TF_SUFFIX ".index"
 
 void slim__rt_ckpt_path(const char *dir, int64_t step, char *path, size_t n)
 {
-    snprintf(path, n, "%s/" PREFIX "%lld" SUFFIX, dir, (long long)step);
+    snprintf(path, n, "%s/" SLIM__CKPT_PREFIX "%lld" SLIM__CKPT_SUFFIX, dir, (long long)step);
 }
 
 void slim__rt_ckpt_tf_prefix(const char *dir, int64_t step, char *path, size_t n)
 {
-    snprintf(path, n, "%s/" PREFIX "%lld", dir, (long long)step);
+    snprintf(path, n, "%s/" SLIM__CKPT_PREFIX "%lld", dir, (long long)step);
 }
 
 /* ---- saving ------------------------------------------------------------------- */
@@ -283,8 +280,8 @@ static int by_step_desc(const void *a, const void *b)
 
 static bool parse_name(const char *nm, const char *suffix, int64_t *step)
 {
-    size_t l = strlen(nm), lp = strlen(PREFIX), ls = strlen(suffix);
-    if (l <= lp + ls || strncmp(nm, PREFIX, lp) != 0 || strcmp(nm + l - ls, suffix) != 0)
+    size_t l = strlen(nm), lp = strlen(SLIM__CKPT_PREFIX), ls = strlen(suffix);
+    if (l <= lp + ls || strncmp(nm, SLIM__CKPT_PREFIX, lp) != 0 || strcmp(nm + l - ls, suffix) != 0)
         return false;
     char *end;
     long long v = strtoll(nm + lp, &end, 10);
@@ -305,9 +302,9 @@ static int list_all(const char *dir, listed **out)
     struct dirent *e;
     while ((e = readdir(d))) {
         listed x = {0};
-        if (parse_name(e->d_name, SUFFIX, &x.step))
+        if (parse_name(e->d_name, SLIM__CKPT_SUFFIX, &x.step))
             x.tf = false;
-        else if (parse_name(e->d_name, TF_SUFFIX, &x.step))
+        else if (parse_name(e->d_name, SLIM__CKPT_TF_SUFFIX, &x.step))
             x.tf = true;
         else
             continue;
@@ -330,7 +327,8 @@ static int list_all(const char *dir, listed **out)
 static void listed_path(const char *dir, const listed *x, char *path, size_t n)
 {
     if (x->tf)
-        snprintf(path, n, "%s/" PREFIX "%lld" TF_SUFFIX, dir, (long long)x->step);
+        snprintf(path, n, "%s/" SLIM__CKPT_PREFIX "%lld" SLIM__CKPT_TF_SUFFIX, dir,
+                 (long long)x->step);
     else
         slim__rt_ckpt_path(dir, x->step, path, n);
 }
@@ -360,7 +358,7 @@ static void remove_ckpt(const char *dir, const listed *x)
     if (!x->tf)
         return;
     char base[128];
-    int bl = snprintf(base, sizeof base, PREFIX "%lld.data-", (long long)x->step);
+    int bl = snprintf(base, sizeof base, SLIM__CKPT_PREFIX "%lld.data-", (long long)x->step);
     DIR *d = opendir(dir);
     struct dirent *e;
     while (d && (e = readdir(d)))
@@ -383,7 +381,8 @@ void slim__rt_ckpt_prune(const char *dir, int keep)
     DIR *d = opendir(dir);
     struct dirent *e;
     while (d && (e = readdir(d))) {
-        if (strncmp(e->d_name, PREFIX, strlen(PREFIX)) == 0 && strstr(e->d_name, ".tmp-")) {
+        if (strncmp(e->d_name, SLIM__CKPT_PREFIX, strlen(SLIM__CKPT_PREFIX)) == 0 &&
+            strstr(e->d_name, ".tmp-")) {
             char p[2048];
             snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
             unlink(p);
@@ -391,53 +390,4 @@ void slim__rt_ckpt_prune(const char *dir, int keep)
     }
     if (d)
         closedir(d);
-}
-
-slim_status slim_checkpoint_latest(const char *dir, char *path, size_t n, char *skipped,
-                                   size_t n_skipped, slim_error *err)
-{
-    enum { MAX = 64 };
-    int64_t steps[MAX];
-    char(*paths)[1024] = malloc(MAX * sizeof *paths);
-    if (!paths)
-        return slim__error(err, SLIM_ENOMEM, "out of memory");
-    if (skipped && n_skipped)
-        skipped[0] = 0;
-    int k = slim__rt_ckpt_list(dir, steps, paths, MAX);
-    if (k < 0) {
-        int e = errno;
-        free(paths);
-        return slim__error(err, e == ENOENT ? SLIM_ENOTFOUND : SLIM_EIO, "cannot read %s: %s", dir,
-                           strerror(e));
-    }
-    for (int i = 0; i < k; i++) {
-        slim_error e = {0};
-        if (slim_checkpoint_verify(paths[i], NULL, &e) == SLIM_OK) {
-            snprintf(path, n, "%s", paths[i]);
-            free(paths);
-            return SLIM_OK;
-        }
-        if (skipped && n_skipped) {
-            size_t l = strlen(skipped);
-            snprintf(skipped + l, n_skipped - l, "%s%s", l ? "\n" : "", e.msg);
-        }
-    }
-    free(paths);
-    /* a TensorFlow train_dir: what its `checkpoint` state file names */
-    char named[1200];
-    if (!k && slim__ckpt_state_file(dir, named, sizeof named, NULL) == SLIM_OK) {
-        slim_error e = {0};
-        slim_status st = slim_checkpoint_verify(named, NULL, &e);
-        if (st) {
-            if (err)
-                *err = e;
-            slim__error_prefix(err, "%s/checkpoint names %s: ", dir, named);
-            return st;
-        }
-        snprintf(path, n, "%s", named);
-        return SLIM_OK;
-    }
-    return slim__error(err, SLIM_ENOTFOUND,
-                       "no %scheckpoint (%s*%s or %s*%s, or a `checkpoint` state file) in %s",
-                       k ? "valid " : "", PREFIX, SUFFIX, PREFIX, TF_SUFFIX, dir);
 }

@@ -82,6 +82,12 @@ void slim__rt_fsync_dir(const char *path);
 slim_status slim__rt_ckpt_restore(const char *path, slim__rt_ckpt_state *s, bool resume,
                                   const slim_restore_opts *o, slim_error *err);
 
+/* The names of checkpoint files in a train_dir: PREFIX STEP SUFFIX (slim's),
+ * PREFIX STEP TF_SUFFIX (TensorFlow's V2 index). */
+#define SLIM__CKPT_PREFIX "model.ckpt-"
+#define SLIM__CKPT_SUFFIX ".slimckpt"
+#define SLIM__CKPT_TF_SUFFIX ".index"
+
 /* Checkpoints in dir (slim's model.ckpt-STEP.slimckpt and TensorFlow's
  * model.ckpt-STEP.index), newest first: steps[i] and paths (each n bytes) for
  * up to max entries; returns how many (or -1 when dir cannot be read). */

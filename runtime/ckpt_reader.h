@@ -25,6 +25,8 @@
 #include <stdint.h>
 
 #define SLIM__CKPT_MAX_RANK 32
+/* The suffix of a moving average's name (TensorFlow's ExponentialMovingAverage). */
+#define SLIM__CKPT_EMA_SUFFIX "/ExponentialMovingAverage"
 
 /* TensorFlow's DataType numbers (tensorflow/core/framework/types.proto). */
 enum {
@@ -90,7 +92,7 @@ typedef struct slim__ckpt_entry {
 
 typedef struct slim__ckpt slim__ckpt;
 
-/* Open (resolving path as above). Errors name the file, and for damaged
+/* Open (resolving path as above; ckpt_open.c). Errors name the file, and for damaged
  * files the byte offset and the check that failed. */
 slim_status slim__ckpt_open(const char *path, slim__ckpt **out, slim_error *err);
 void slim__ckpt_close(slim__ckpt *c);
@@ -155,6 +157,8 @@ struct slim__ckpt {
     void *impl;
 };
 
+/* slim's own format (ckpt_slim.c); TensorFlow's: interop/tf_checkpoint.h. */
+slim_status slim__ckpt_open_slim(slim__ckpt *c, slim_error *err);
 /* An empty checkpoint named path (for the back ends' open functions). */
 slim_status slim__ckpt_new(const char *path, slim__ckpt **out, slim_error *err);
 /* A new entry (zeroed; name copied) at the end; NULL when out of memory. */

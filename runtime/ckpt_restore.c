@@ -18,8 +18,6 @@
 #include <string.h>
 #include <strings.h>
 
-#define EMA_SUFFIX "/ExponentialMovingAverage"
-
 /* ---- finding a parameter's tensor ---------------------------------------------- */
 
 /* model name -> checkpoint name through the assignment map
@@ -157,7 +155,7 @@ slim_status slim__ckpt_plan_make(slim__ckpt *c, slim_graph *g, const slim_restor
             p->n_excluded++;
             continue;
         }
-        int k = take_ema ? find_for(c, map, nm, EMA_SUFFIX) : -1;
+        int k = take_ema ? find_for(c, map, nm, SLIM__CKPT_EMA_SUFFIX) : -1;
         bool ema = k >= 0;
         if (k < 0)
             k = find_for(c, map, nm, "");
@@ -443,7 +441,7 @@ slim_status slim__ckpt_restore_from(slim__ckpt *c, slim__rt_ckpt_state *s, bool 
                 st = read_param(c, e, sv.data, slim_shape_numel(&sv.shape), err);
         }
         if (!st && s->ema && s->ema[i]) {
-            int e = find_for(c, NULL, nm, EMA_SUFFIX);
+            int e = find_for(c, NULL, nm, SLIM__CKPT_EMA_SUFFIX);
             if (e >= 0 && slim__ckpt_at(c, e)->numel == slim_shape_numel(&v.shape))
                 st = read_param(c, e, s->ema[i], slim_shape_numel(&v.shape), err);
         }

@@ -28,7 +28,7 @@ runtime/tfevent.pb-c.h: runtime/tfevent.pb-c.c
 nodist_libslim_core_la_SOURCES += $(RUNTIME_PB)
 libslim_core_la_SOURCES += \
 	runtime/checkpoint.c runtime/checkpoint.h \
-	runtime/ckpt_reader.c runtime/ckpt_reader.h \
+	runtime/ckpt_reader.c runtime/ckpt_reader.h runtime/ckpt_slim.c runtime/ckpt_open.c \
 	runtime/ckpt_restore.c runtime/ckpt_restore.h runtime/ckpt_save_tf.c \
 	runtime/ckpt_convert.c runtime/ckpt_convert.h
 pkginclude_HEADERS += include/slim/train.h
