@@ -313,6 +313,11 @@ slim_status dsl_check_defaults(dsl *d, const dnode *m);
 bool dsl_is_layer_kind(const char *kind); /* conv2d, separable_conv2d ... */
 
 /* params.c: parameters, op attributes, activations, batch norm */
+/* A graph node (its error at the node `at`), a layer of the model's summary. */
+slim_status dsl_add_node(dsl *d, const dnode *at, const char *op, const char *name,
+                         const slim_tid *in, int n_in, const slim_attrs *attrs, slim_tid *out);
+slim_status dsl_record_layer(dsl *d, const char *name, const char *op, const slim_tid *in, int n_in,
+                             slim_tid out, int64_t params, int64_t madds, const dnode *at);
 /* "(2,3)" in the arena */
 const char *dsl_shape_text(dsl *d, const slim_shape *s);
 slim_tensor_desc dsl_tensor_info(dsl *d, slim_tid t);
@@ -363,14 +368,17 @@ typedef struct dsl_layer_ctx {
 slim_status dsl_layer_build(dsl *d, const char *kind, dsl_layer_ctx *lc, slim_tid *out);
 /* The keys a layer kind accepts (for defaults checks and suggestions). */
 int dsl_layer_keys(dsl *d, const char *kind, const char **keys, int max);
-slim_status dsl_add_node(dsl *d, const dnode *at, const char *op, const char *name,
-                         const slim_tid *in, int n_in, const slim_attrs *attrs, slim_tid *out);
-slim_status dsl_record_layer(dsl *d, const char *name, const char *op, const slim_tid *in, int n_in,
-                             slim_tid out, int64_t params, int64_t madds, const dnode *at);
 
 /* head.c: logits, predictions, accuracy and the losses after the layers */
 slim_status dsl_head(dsl *d, const dnode *root, const char *scope, slim_tid images, slim_tid last,
                      int64_t classes);
+
+/* model.c: a model-language file as a model (slim_model_load's answer for
+ * every path that is not an ONNX or TensorFlow graph: interop/model_load.c). */
+slim_status slim__dsl_model_load(slim_registry *reg, const char *path, const slim_model_opts *o,
+                                 slim_model **out, slim_error *err);
+/* path ends in .onnx (any case). */
+bool slim__dsl_is_onnx_path(const char *path);
 
 /* Limits that keep any input, including a fuzzer's, bounded in time and memory. */
 typedef struct dsl_limits {

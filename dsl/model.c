@@ -16,9 +16,6 @@
 #include <strings.h>
 #include <unistd.h>
 
-#include "interop/onnx.h"
-#include "interop/tf_graph.h"
-
 #define MAX_FILE_BYTES (16u << 20)
 #define MAX_INCLUDE_DEPTH 16
 
@@ -682,25 +679,15 @@ static slim_status load_common(slim_registry *reg, const char *path, const char 
     return SLIM_OK;
 }
 
-static bool is_onnx(const char *path)
+bool slim__dsl_is_onnx_path(const char *path)
 {
     size_t l = path ? strlen(path) : 0;
     return l > 5 && !strcasecmp(path + l - 5, ".onnx");
 }
 
-slim_status slim_model_load(slim_registry *reg, const char *path, const slim_model_opts *o,
-                            slim_model **out, slim_error *err)
+slim_status slim__dsl_model_load(slim_registry *reg, const char *path, const slim_model_opts *o,
+                                 slim_model **out, slim_error *err)
 {
-    if (is_onnx(path) && reg && o && out) {
-        if (err)
-            memset(err, 0, sizeof *err);
-        return slim__onnx_model_load(reg, path, NULL, o, out, NULL, err);
-    }
-    if (path && slim__tfg_is_graph_path(path) && reg && o && out) {
-        if (err)
-            memset(err, 0, sizeof *err);
-        return slim__tfg_model_load(reg, path, NULL, NULL, o, out, NULL, err);
-    }
     return load_common(reg, path, NULL, 0, o, out, err);
 }
 
@@ -779,7 +766,7 @@ slim_status slim_model_find(const char *name, char *path, size_t n, slim_error *
     if (!name || !name[0] || !path || n == 0)
         return dsl_fail(err, NULL, SLIM_EINVAL, "slim_model_find needs a name and a buffer");
     size_t nl = strlen(name);
-    if (strchr(name, '/') || (nl > 5 && !strcmp(name + nl - 5, ".yaml")) || is_onnx(name)) {
+    if (strchr(name, '/') || (nl > 5 && !strcmp(name + nl - 5, ".yaml")) || slim__dsl_is_onnx_path(name)) {
         if (access(name, R_OK) != 0)
             return dsl_fail(err, NULL, SLIM_ENOTFOUND, "cannot open model file '%s': %s", name,
                             strerror(errno));

@@ -42,7 +42,8 @@ libslim_core_la_SOURCES += \
 	interop/tf_table.c interop/tf_table.h \
 	interop/tf_checkpoint.c interop/tf_checkpoint_v1.c interop/tf_checkpoint_write.c \
 	interop/tf_checkpoint.h interop/tf_slices.c interop/tf_slices.h \
-	interop/tf_graph.c interop/tf_graph_onnx.c interop/tf_graph_ops.c interop/tf_graph.h interop/tf_graph_build.h
+	interop/tf_graph.c interop/tf_graph_node.c interop/tf_graph_onnx.c interop/tf_graph_ops.c \
+	interop/tf_graph.h interop/tf_graph_build.h
 
 # ONNX models become slim graphs and model files (onnx_*.c); NumPy arrays are
 # read and written (npy.c). This part uses the public API, the op registry and
@@ -77,6 +78,7 @@ libslim_core_la_SOURCES += \
 	interop/onnx_ops_loss.c \
 	interop/onnx_yaml.c \
 	interop/onnx_model.c \
+	interop/model_load.c \
 	interop/onnx_export.c interop/onnx_export.h interop/onnx_export_int.h \
-	interop/onnx_export_ops.c \
+	interop/onnx_export_ops.c interop/onnx_export_build.c \
 	interop/npy.c interop/npy.h

@@ -1,7 +1,8 @@
 /*
  * interop/onnx_export_int.h - the exporter's internals, shared by
- * onnx_export.c (values, layouts, initializers, the graph walk, writing) and
- * onnx_export_ops.c (one function per slim op kind).
+ * onnx_export.c (the graph walk, writing), onnx_export_ops.c (one function
+ * per slim op kind) and onnx_export_build.c below both (values, layouts,
+ * initializers, nodes).
  *
  * Every slim tensor the outputs depend on gets up to two ONNX values: one in
  * slim's own layout (XL_SAME) and, for 4-D tensors, one channels-first

@@ -1,7 +1,9 @@
 /*
  * interop/tf_graph_build.h - the GraphDef translator's internals, shared by
- * tf_graph.c (reading, checking, choosing what to keep, the ONNX model) and
- * tf_graph_ops.c (each TensorFlow op as ONNX nodes).
+ * tf_graph.c (reading, checking, choosing what to keep, the ONNX model), the
+ * layer below it, tf_graph_node.c (memory, messages, attributes, inputs,
+ * Const values) and tf_graph_onnx.c (ONNX names, nodes, initializers), and
+ * tf_graph_ops.c between them (each TensorFlow op as ONNX nodes).
  *
  * Every ONNX value a TensorFlow output becomes is named as TensorFlow names
  * it ("node" for output 0, "node:k"); values the translator adds carry a '#'
@@ -85,7 +87,7 @@ struct slim__tfg {
     size_t n_mem, cap_mem;
 };
 
-/* ---- tf_graph.c ---------------------------------------------------------------- */
+/* ---- tf_graph_node.c: the GraphDef as read -------------------------------------- */
 
 /* Fail at the current node: "FILE: node 'NAME' (OP): ..." */
 slim_status tg_fail(slim__tfg *t, slim_status code, const char *fmt, ...) SLIM_PRINTF(3, 4);
@@ -93,6 +95,8 @@ slim_status tg_oom(slim__tfg *t);
 void *tg_alloc(slim__tfg *t, size_t size); /* zeroed, freed with t */
 const char *tg_strdup(slim__tfg *t, const char *s);
 const char *tg_printf(slim__tfg *t, const char *fmt, ...) SLIM_PRINTF(2, 3);
+/* Whether an allocation failed (checked once per node). */
+bool tg_failed_alloc(slim__tfg *t);
 
 /* Attributes; the getters return def when absent or of another type. */
 const Tensorflow__AttrValue *tg_attr(const Tensorflow__NodeDef *nd, const char *key);
@@ -105,6 +109,8 @@ const char *tg_attr_str(const Tensorflow__NodeDef *nd, const char *key, const ch
 /* A list(int) attribute: its length (values copied up to max), -1 when absent. */
 int tg_attr_ints(const Tensorflow__NodeDef *nd, const char *key, int64_t *out, int max);
 
+/* Identity, StopGradient, Snapshot: nodes that pass their input on. */
+bool tg_is_identity(const char *op);
 /* The node an input comes from, looking through Identity nodes. */
 int tg_source(slim__tfg *t, tg_in in);
 /* The Const node behind input i of node k (through Identity), or -1. */
@@ -113,6 +119,8 @@ int tg_const_in(slim__tfg *t, int k, int i);
 slim_status tg_const_value(slim__tfg *t, int c, const tg_tensor **out);
 /* The one node reading node k's output 0 (kept nodes), or -1. */
 int tg_sole_consumer(slim__tfg *t, int k);
+
+/* ---- tf_graph_onnx.c: the ONNX model written -------------------------------------- */
 
 /* ONNX: the value name of an input (a Const's initializer written when first
  * read); a new value name of the current node ("NODE#what"), unique. */
@@ -135,8 +143,6 @@ const char *tg_init_f32(slim__tfg *t, const char *name, int rank, const int64_t 
                         const float *data);
 const char *tg_init_i64(slim__tfg *t, const char *name, int rank, const int64_t *dim,
                         const int64_t *data);
-/* Whether the allocations above failed (checked once per node). */
-bool tg_failed_alloc(slim__tfg *t);
 
 /* ---- tf_graph_ops.c ------------------------------------------------------------ */
 
