@@ -24,17 +24,6 @@
 #include <jpeglib.h>
 #include <png.h>
 
-slim_status slim__pixel_limit(const char *name, const char *format, uint64_t w, uint64_t h,
-                              slim_error *err)
-{
-    if (w * h <= (uint64_t)SLIM__MAX_PIXELS) /* both are at most 2^32 - 1 */
-        return SLIM_OK;
-    return slim__error(err, SLIM_EUNSUPPORTED,
-                       "%s: %s of %llux%llu pixels is larger than the limit of %lld pixels",
-                       name ? name : "image", format, (unsigned long long)w, (unsigned long long)h,
-                       (long long)SLIM__MAX_PIXELS);
-}
-
 slim_image_format slim_image_sniff(const void *data, size_t len)
 {
     const uint8_t *p = data;

@@ -3,6 +3,8 @@
 #ifndef SLIM_DATASETS_IMAGE_H
 #define SLIM_DATASETS_IMAGE_H
 
+#include "engine/error.h"
+
 #include <slim/data.h>
 
 /* The most pixels (width x height) an image may have, checked from its
@@ -11,9 +13,18 @@
 #define SLIM__MAX_PIXELS ((int64_t)1 << 28)
 
 /* SLIM_EUNSUPPORTED naming the file, its format and size when w x h is over
- * SLIM__MAX_PIXELS; SLIM_OK otherwise. */
-slim_status slim__pixel_limit(const char *name, const char *format, uint64_t w, uint64_t h,
-                              slim_error *err);
+ * SLIM__MAX_PIXELS; SLIM_OK otherwise. Inline here: png.c and jpeg_index.c,
+ * which image.c calls, check it too. */
+static inline slim_status slim__pixel_limit(const char *name, const char *format, uint64_t w,
+                                            uint64_t h, slim_error *err)
+{
+    if (w * h <= (uint64_t)SLIM__MAX_PIXELS) /* both are at most 2^32 - 1 */
+        return SLIM_OK;
+    return slim__error(err, SLIM_EUNSUPPORTED,
+                       "%s: %s of %llux%llu pixels is larger than the limit of %lld pixels",
+                       name ? name : "image", format, (unsigned long long)w, (unsigned long long)h,
+                       (long long)SLIM__MAX_PIXELS);
+}
 
 /* A JPEG decoder kept per worker thread (its buffers are reused; libjpeg's object is
  * made afresh for each image, so that no table of one image is used for another). */

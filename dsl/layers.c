@@ -23,15 +23,6 @@
 #include <string.h>
 #include <strings.h>
 
-/* Generous for real models (VGG-16's fc6 is 2^26.6 values), small enough that a
- * mistyped size fails with a message instead of exhausting memory. */
-dsl_limits slim__dsl_limits = {
-    .max_param_elems = (int64_t)1 << 30,
-    .max_total_elems = (int64_t)1 << 31,
-    .max_layers = 200000,
-    .max_depth = 48,
-};
-
 static const char *const reserved[] = {"name", "inputs", "repeat", "stack", "if"};
 
 static int64_t sat_mul(int64_t a, int64_t b)
@@ -40,48 +31,6 @@ static int64_t sat_mul(int64_t a, int64_t b)
     if (__builtin_mul_overflow(a, b, &r))
         return INT64_MAX;
     return r;
-}
-
-slim_status dsl_add_node(dsl *d, const dnode *at, const char *op, const char *name,
-                         const slim_tid *in, int n_in, const slim_attrs *attrs, slim_tid *out)
-{
-    slim_error e = {0};
-    slim_status st = slim_graph_add(d->g, op, name, in, n_in, attrs, out, 1, NULL, &e);
-    if (st != SLIM_OK)
-        return dsl_fail(d->err, at, st, "%s", e.msg);
-    return SLIM_OK;
-}
-
-slim_status dsl_record_layer(dsl *d, const char *name, const char *op, const slim_tid *in, int n_in,
-                             slim_tid out, int64_t params, int64_t madds, const dnode *at)
-{
-    if (d->n_layers == d->cap_layers) {
-        int cap = d->cap_layers ? 2 * d->cap_layers : 64;
-        slim_model_layer *nl = dsl_alloc(d->arena, (size_t)cap * sizeof *nl);
-        if (!nl)
-            return dsl_fail(d->err, at, SLIM_ENOMEM, "out of memory");
-        if (d->n_layers)
-            memcpy(nl, d->layers, (size_t)d->n_layers * sizeof *nl);
-        d->layers = nl;
-        d->cap_layers = cap;
-    }
-    slim_tid *ins = dsl_alloc(d->arena, (size_t)(n_in ? n_in : 1) * sizeof *ins);
-    if (!ins)
-        return dsl_fail(d->err, at, SLIM_ENOMEM, "out of memory");
-    memcpy(ins, in, (size_t)n_in * sizeof *in);
-    slim_model_layer *l = &d->layers[d->n_layers++];
-    *l = (slim_model_layer){.name = name,
-                            .op = op,
-                            .output = out,
-                            .n_inputs = n_in,
-                            .inputs = ins,
-                            .n_params = params,
-                            .madds = madds,
-                            .file = at ? at->file : NULL,
-                            .line = at ? at->line : 0,
-                            .col = at ? at->col : 0};
-    d->madds = d->madds > INT64_MAX - madds ? INT64_MAX : d->madds + madds;
-    return SLIM_OK;
 }
 
 /* ---- the layers ------------------------------------------------------------------- */

@@ -77,6 +77,12 @@ EXTRA_DIST += tests/format.sh
 TESTS += tests/doc_links.sh
 EXTRA_DIST += tests/doc_links.sh
 
+# No call cycle between files: nm over every object of the build (the
+# library's, the tools', the tests'), then cycle detection; `tests/callgraph.sh
+# --edges` prints the file-level graph.
+TESTS += tests/callgraph.sh
+EXTRA_DIST += tests/callgraph.sh
+
 # Every test program under valgrind (memcheck, leaks). valgrind 3.19 does not
 # decode every instruction -march=native may emit: configure with
 # --with-arch=x86-64-v3 for this target.
