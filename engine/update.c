@@ -238,7 +238,7 @@ slim_status slim__deferred_updates(slim__build *b)
     slim_tensor_desc *in = malloc((size_t)b->n_deferred * sizeof *in);
     slim__attr_set set = {0};
     slim_status st =
-        a && in ? slim_attrs_set_float(a, "clip", b->o->clip_gradient_norm) : SLIM_ENOMEM;
+        a && in ? slim_attrs_set_float(a, "clip_norm", b->o->clip_gradient_norm) : SLIM_ENOMEM;
     if (st == SLIM_OK)
         st = slim__attrs_resolve(d, a, &set, b->err);
     for (int k = 0; st == SLIM_OK && k < b->n_deferred; k++)

@@ -6,7 +6,7 @@
  *   gradient_sum   y = a + b, a tensor's gradient plus one more contribution
  *                  (several consumers); the engine writes y over a;
  *   global_norm    global-norm clipping (tf.clip_by_global_norm) over every
- *                  trained gradient: y0 = clip / max(norm, clip) (NaN when
+ *                  trained gradient: y0 = clip_norm / max(norm, clip_norm) (NaN when
  *                  the norm is not finite, as TF), y1 = the norm. The sum of
  *                  squares is taken in fixed chunks of GNORM_CHUNK elements,
  *                  each in double, and the chunks are added in order by one
@@ -94,7 +94,7 @@ static int64_t gnorm_chunks(const slim_shape *s)
 static slim_status global_norm_infer(slim_infer_ctx *c)
 {
     gnorm_params *p = c->params;
-    p->clip = (float)c->attr_float(c, "clip");
+    p->clip = (float)c->attr_float(c, "clip_norm");
     for (int i = 0; i < c->n_inputs; i++) {
         if (c->inputs[i].dtype != SLIM_F32)
             return c->fail(c, SLIM_ETYPE, "the gradients must be f32 (input %d is not)", i);
@@ -152,7 +152,7 @@ static void global_norm_forward_ref(const slim_kernel_ctx *c)
 }
 
 static const slim_attr_spec global_norm_attrs[] = {
-    {.name = "clip",
+    {.name = "clip_norm",
      .type = SLIM_ATTR_FLOAT,
      .ranged = true,
      .min = 0,
@@ -186,8 +186,8 @@ const slim_op_desc slim__op_gradient_sum = {
 const slim_op_desc slim__op_global_norm = {
     .struct_size = sizeof(slim_op_desc),
     .name = "global_norm",
-    .doc = "the L2 norm of all inputs (f32 gradients, any number) -> scale = clip / max(norm, "
-           "clip) (NaN when the norm is not finite), norm",
+    .doc = "the L2 norm of all inputs (f32 gradients, any number) -> scale = clip_norm / "
+           "max(norm, clip_norm) (NaN when the norm is not finite), norm",
     .min_inputs = 1,
     .max_inputs = SLIM_MAX_INPUTS,
     .n_outputs = 2,

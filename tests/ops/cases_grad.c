@@ -22,12 +22,12 @@ static const harness_case cases[] = {
     {CASE("random", "gradient_sum", NULL, 2, F32(3, 2, 3, 4), F32(3, 2, 3, 4))},
     {CASE("long", "gradient_sum", NULL, 2, F32(1, 10007), F32(1, 10007))},
     {CASE("known", "gradient_sum", NULL, 2, VALS(1, a3, 3), VALS(1, b3, 3)), .expect = sum3},
-    {CASE("known_clipped", "global_norm", "clip=2.5", 1, VALS(1, g34, 2)), .expect = half,
+    {CASE("known_clipped", "global_norm", "clip_norm=2.5", 1, VALS(1, g34, 2)), .expect = half,
      .no_grad = true},
-    {CASE("known_unclipped", "global_norm", "clip=10", 1, VALS(1, g34, 2)), .expect = one,
+    {CASE("known_unclipped", "global_norm", "clip_norm=10", 1, VALS(1, g34, 2)), .expect = one,
      .no_grad = true},
     /* chunks of 4096 that end inside and at the end of tensors */
-    {CASE("chunks", "global_norm", "clip=1", 4, F32(2, 3, 2000), F32(1, 4096), F32(0, 0),
+    {CASE("chunks", "global_norm", "clip_norm=1", 4, F32(2, 3, 2000), F32(1, 4096), F32(0, 0),
           F32(3, 5, 7, 300)),
      .no_grad = true},
 };
@@ -40,7 +40,7 @@ static int extra(const slim_registry *reg)
     void *data[3] = {g0, g1, g2};
     slim_tensor_desc in[3] = {{SLIM_F32, {1, {2}}}, {SLIM_F32, {1, {3}}}, {SLIM_F32, {0, {0}}}};
     slim_attrs *a = slim_attrs_new();
-    slim_attrs_set_float(a, "clip", 1.0);
+    slim_attrs_set_float(a, "clip_norm", 1.0);
     for (int nth = 1; nth <= 3; nth += 2) {
         slim__oprun *r = NULL;
         slim_error err = {0};
