@@ -31,7 +31,7 @@
  */
 #include "bench/benchutil.h"
 #include "datasets/prep.h"
-#include "engine/file.h"
+#include "core/file.h"
 #include <slim/data.h>
 
 #include <dirent.h>

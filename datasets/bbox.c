@@ -18,7 +18,7 @@
  * the whole image, no crop). */
 #include "datasets/prep.h"
 #include "datasets/tfrecord.h"
-#include "engine/error.h"
+#include "core/error.h"
 
 #include <math.h>
 #include <stdio.h>

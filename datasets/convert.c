@@ -13,8 +13,8 @@
 #include "datasets/prep.h"
 #include "datasets/listdir.h"
 #include "datasets/tfrecord.h"
-#include "engine/error.h"
-#include "engine/file.h"
+#include "core/error.h"
+#include "core/file.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -5,8 +5,8 @@
 #include "datasets/convert.h"
 #include "datasets/idx.h"
 #include "datasets/tfrecord.h"
-#include "engine/error.h"
-#include "engine/file.h"
+#include "core/error.h"
+#include "core/file.h"
 
 #include <errno.h>
 #include <pthread.h>

@@ -13,7 +13,7 @@
 #include "datasets/convert.h"
 #include "datasets/jpeg_index.h"
 #include "datasets/tfrecord.h"
-#include "engine/error.h"
+#include "core/error.h"
 
 #include <errno.h>
 #include <limits.h>

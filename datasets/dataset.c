@@ -5,7 +5,7 @@
 #include "datasets/dataset.h"
 #include "datasets/tfrecord.h"
 #include "datasets/yamltree.h"
-#include "engine/error.h"
+#include "core/error.h"
 
 #include <errno.h>
 #include <glob.h>

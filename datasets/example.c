@@ -5,7 +5,7 @@
  * view over the entries in their stored order, so a parsed Example
  * re-serializes to the same bytes TensorFlow wrote (field by field, in order). */
 #include "datasets/example.pb-c.h"
-#include "engine/error.h"
+#include "core/error.h"
 #include <slim/data.h>
 
 #include <stdlib.h>

@@ -2,7 +2,7 @@
  * magic = 0x00 0x00 <type> <rank>, rank big-endian u32 sizes, then the data.
  * Type 0x08 is unsigned bytes. zlib's gzread reads gzip and plain files alike. */
 #include "datasets/idx.h"
-#include "engine/error.h"
+#include "core/error.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -13,7 +13,7 @@
 #include "datasets/image.h"
 #include "datasets/jpeg_index.h"
 #include "datasets/tfrecord.h"
-#include "engine/error.h"
+#include "core/error.h"
 
 #include <setjmp.h>
 #include <stdio.h>

@@ -3,7 +3,7 @@
 #ifndef SLIM_DATASETS_IMAGE_H
 #define SLIM_DATASETS_IMAGE_H
 
-#include "engine/error.h"
+#include "core/error.h"
 
 #include <slim/data.h>
 

@@ -21,7 +21,7 @@
  * optimized Huffman tables, the APPn/COM markers copied) of each image. */
 #include "datasets/jpeg_index.h"
 #include "datasets/image.h"
-#include "engine/error.h"
+#include "core/error.h"
 
 #include <setjmp.h>
 #include <stdio.h>

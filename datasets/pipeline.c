@@ -19,7 +19,7 @@
  * the next valid example in the same batch (deterministic, static shapes). */
 #include "datasets/pipeline.h"
 #include "datasets/tfrecord.h"
-#include "engine/error.h"
+#include "core/error.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -10,7 +10,7 @@
  * interlacing) goes to libpng's simplified API. Ancillary chunks are ignored
  * as TensorFlow's decode_png does (no gamma correction). */
 #include "datasets/image.h"
-#include "engine/error.h"
+#include "core/error.h"
 
 #include <png.h>
 #include <stdlib.h>

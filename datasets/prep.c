@@ -26,7 +26,7 @@
  * output slot. */
 #include "datasets/prep.h"
 #include "datasets/image.h"
-#include "engine/error.h"
+#include "core/error.h"
 
 #include <math.h>
 #include <stdlib.h>

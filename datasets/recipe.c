@@ -17,7 +17,7 @@
 #include "datasets/prep.h"
 #include "datasets/tfrecord.h"
 #include "datasets/yamltree.h"
-#include "engine/error.h"
+#include "core/error.h"
 
 #include <stdio.h>
 #include <stdlib.h>

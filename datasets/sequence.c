@@ -8,7 +8,7 @@
 #include "datasets/pipeline.h"
 #include "datasets/listdir.h"
 #include "datasets/tfrecord.h"
-#include "engine/error.h"
+#include "core/error.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -9,7 +9,7 @@
  * GZIP and ZLIB files are one compressed stream over those bytes. */
 #include "datasets/tfrecord.h"
 #include "datasets/crc32c.h"
-#include "engine/error.h"
+#include "core/error.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -1,7 +1,7 @@
 /* datasets/yamltree.c - libyaml events into a tree of nodes with line:col. */
 #include "datasets/yamltree.h"
 #include "datasets/tfrecord.h"
-#include "engine/error.h"
+#include "core/error.h"
 
 #include <errno.h>
 #include <math.h>

@@ -12,7 +12,7 @@
  * block parameters see the shapes built so far (in_channels ...).
  */
 #include "dsl/dsl.h"
-#include "engine/names.h"
+#include "core/names.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -6,7 +6,7 @@
  */
 #include "dsl/dsl.h"
 #include "dsl/paths.h"
-#include "engine/file.h"
+#include "core/file.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -766,7 +766,8 @@ slim_status slim_model_find(const char *name, char *path, size_t n, slim_error *
     if (!name || !name[0] || !path || n == 0)
         return dsl_fail(err, NULL, SLIM_EINVAL, "slim_model_find needs a name and a buffer");
     size_t nl = strlen(name);
-    if (strchr(name, '/') || (nl > 5 && !strcmp(name + nl - 5, ".yaml")) || slim__dsl_is_onnx_path(name)) {
+    if (strchr(name, '/') || (nl > 5 && !strcmp(name + nl - 5, ".yaml")) ||
+        slim__dsl_is_onnx_path(name)) {
         if (access(name, R_OK) != 0)
             return dsl_fail(err, NULL, SLIM_ENOTFOUND, "cannot open model file '%s': %s", name,
                             strerror(errno));

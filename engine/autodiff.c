@@ -9,7 +9,7 @@
  * accumulate step. Where a parameter's gradient becomes final, its update
  * follows (engine/update.c). */
 #include "engine/compile.h"
-#include "engine/error.h"
+#include "core/error.h"
 
 #include <string.h>
 

@@ -18,7 +18,7 @@
  *  7. plan (engine/plan.c): buffer lifetimes -> offsets in one arena, which
  *     is allocated (slim_graph_plan stops before). run allocates nothing. */
 #include "engine/compile.h"
-#include "engine/error.h"
+#include "core/error.h"
 
 #include <stdlib.h>
 #include <string.h>

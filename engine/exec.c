@@ -3,8 +3,8 @@
  * at a barrier between steps. Reference kernels run on thread 0 alone.
  * A run allocates nothing. Inputs can be bound to caller memory: their
  * kernel views then point there (zero-copy feeding). */
-#include "engine/error.h"
-#include "engine/gemm.h"
+#include "core/error.h"
+#include "core/gemm.h"
 #include "engine/program.h"
 
 #include <stdint.h>

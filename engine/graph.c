@@ -2,8 +2,8 @@
  * shapes inferred as they are added (so errors point at the node that caused
  * them, and later nodes can size their parameters from earlier shapes). */
 #include "engine/graph.h"
-#include "engine/error.h"
-#include "engine/gemm.h"
+#include "core/error.h"
+#include "core/gemm.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -3,8 +3,8 @@
 #ifndef SLIM_ENGINE_GRAPH_H
 #define SLIM_ENGINE_GRAPH_H
 
-#include "engine/attrs.h"
-#include "engine/names.h"
+#include "core/attrs.h"
+#include "core/names.h"
 #include "engine/oprun.h"
 
 typedef enum { SLIM__T_INPUT, SLIM__T_PARAM, SLIM__T_NODE } slim__tkind;

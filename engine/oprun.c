@@ -1,8 +1,8 @@
 /* engine/oprun.c - node inference and kernel dispatch shared by the graph
  * compiler and the single-op runner. */
 #include "engine/oprun.h"
-#include "engine/error.h"
-#include "engine/gemm.h"
+#include "core/error.h"
+#include "core/gemm.h"
 #include "engine/registry.h"
 
 #include <stdio.h>

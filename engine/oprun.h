@@ -3,8 +3,8 @@
 #ifndef SLIM_ENGINE_OPRUN_H
 #define SLIM_ENGINE_OPRUN_H
 
-#include "engine/attrs.h"
-#include "engine/threadpool.h"
+#include "core/attrs.h"
+#include "core/threadpool.h"
 
 #define SLIM__MAX_OUTPUTS 8
 #define SLIM__MAX_SAVED 8

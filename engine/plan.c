@@ -6,8 +6,8 @@
  * arena, largest first, each at the lowest offset free over its lifetime.
  * run allocates nothing. */
 #include "engine/compile.h"
-#include "engine/error.h"
-#include "engine/gemm.h"
+#include "core/error.h"
+#include "core/gemm.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -7,8 +7,8 @@
  * metadata (ABI major/minor, descriptor and host-table sizes) is checked
  * before its init runs, and every failure has its own message. */
 #include "engine/registry.h"
-#include "engine/attrs.h"
-#include "engine/error.h"
+#include "core/attrs.h"
+#include "core/error.h"
 
 #include <dlfcn.h>
 #include <stdio.h>
@@ -434,7 +434,7 @@ slim_status slim_registry_load_plugin(slim_registry *reg, const char *path, slim
 
 /* ---- the host table ------------------------------------------------------ */
 
-#include "engine/gemm.h"
+#include "core/gemm.h"
 
 static void host_log(int level, const char *fmt, ...)
 {

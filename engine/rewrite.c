@@ -5,7 +5,7 @@
  * bookkeeping (who reads and writes each tensor); the rules, in ops/, pick
  * the ops and build the fused node. */
 #include "engine/compile.h"
-#include "engine/error.h"
+#include "core/error.h"
 
 #include <stdlib.h>
 #include <string.h>

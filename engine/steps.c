@@ -1,7 +1,7 @@
 /* engine/steps.c - the program's parts (arena buffers, tensor views, steps)
  * and the forward steps: one per live node, in graph order. */
 #include "engine/compile.h"
-#include "engine/error.h"
+#include "core/error.h"
 #include "engine/registry.h"
 
 #include <stdlib.h>

@@ -8,8 +8,8 @@
  * wait too: after backward, one step computes the norm of every gradient
  * and the scale each update takes as its last input. */
 #include "engine/compile.h"
-#include "engine/error.h"
-#include "engine/gemm.h"
+#include "core/error.h"
+#include "core/gemm.h"
 
 #include <stdlib.h>
 

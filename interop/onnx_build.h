@@ -27,7 +27,7 @@
 
 #include <slim/slim.h>
 
-#include "engine/names.h"
+#include "core/names.h"
 #include "interop/onnx.h"
 #include "interop/onnx_proto.h"
 

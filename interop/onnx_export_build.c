@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/error.h"
+#include "core/error.h"
 #include "interop/onnx_export_int.h"
 
 const int xl_pos[4] = {0, 2, 3, 1};

@@ -16,7 +16,7 @@
 #include <slim/slim.h>
 
 #include "engine/graph.h"
-#include "engine/names.h"
+#include "core/names.h"
 #include "interop/onnx_export.h"
 #include "interop/onnx_proto.h"
 

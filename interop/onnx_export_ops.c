@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/attrs.h"
+#include "core/attrs.h"
 #include "engine/registry.h"
 #include "interop/onnx_export_int.h"
 

@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/error.h"
+#include "core/error.h"
 
 /* Op types that only ever fold on the host (shape arithmetic): known to the
  * scan, an error at the node when their inputs are not constants. */

@@ -13,7 +13,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "engine/error.h"
+#include "core/error.h"
 
 void slim__onnx_model_name(const char *path, char *name, size_t n)
 {

@@ -15,8 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/error.h"
-#include "engine/file.h"
+#include "core/error.h"
+#include "core/file.h"
 
 uint8_t *slim__ox_read_file(const char *path, size_t max, size_t *len, slim_error *err)
 {

@@ -14,7 +14,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "engine/error.h"
+#include "core/error.h"
 
 typedef struct walk {
     const uint8_t *buf;

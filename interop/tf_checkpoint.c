@@ -4,7 +4,7 @@
  * is used. */
 #include "interop/tf_slices.h"
 
-#include "engine/error.h"
+#include "core/error.h"
 #include "interop/tf_checkpoint.pb-c.h"
 
 #include <slim/data.h>

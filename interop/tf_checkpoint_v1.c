@@ -4,7 +4,7 @@
  * Files are untrusted: every count, type and slice is checked. */
 #include "interop/tf_slices.h"
 
-#include "engine/error.h"
+#include "core/error.h"
 #include "interop/tf_checkpoint.pb-c.h"
 
 #include <dirent.h>

@@ -5,7 +5,7 @@
  * whole tensors as one slice with empty extents. */
 #include "interop/tf_checkpoint.h"
 
-#include "engine/error.h"
+#include "core/error.h"
 #include "interop/tf_checkpoint.pb-c.h"
 
 #include <slim/data.h>

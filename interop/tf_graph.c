@@ -18,7 +18,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "engine/error.h"
+#include "core/error.h"
 #include "interop/onnx.h"
 #include "interop/onnx_proto.h"
 

@@ -17,7 +17,7 @@
 
 #include "interop/tf_graph.h"
 
-#include "engine/names.h"
+#include "core/names.h"
 #include "interop/tf_graph.pb-c.h"
 
 #define TG_MAX_DIMS 8

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/error.h"
+#include "core/error.h"
 
 /* ---- memory and messages ------------------------------------------------------------ */
 

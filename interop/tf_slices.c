@@ -2,7 +2,7 @@
  * V2 readers and the writer (see tf_slices.h). */
 #include "interop/tf_slices.h"
 
-#include "engine/error.h"
+#include "core/error.h"
 
 #include <stdlib.h>
 #include <string.h>

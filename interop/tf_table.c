@@ -2,7 +2,7 @@
  * tf_table.h for the layout). */
 #include "interop/tf_table.h"
 
-#include "engine/error.h"
+#include "core/error.h"
 
 #include <slim/data.h>
 

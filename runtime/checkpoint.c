@@ -2,7 +2,7 @@
  * and checkpoint.proto for the format). */
 #include "runtime/checkpoint.h"
 
-#include "engine/error.h"
+#include "core/error.h"
 #include "runtime/checkpoint.pb-c.h"
 #include "runtime/ckpt_reader.h"
 

@@ -2,7 +2,7 @@
  * reads into slim's format or TensorFlow's V1 / V2, by TF-Slim's names. */
 #include "runtime/ckpt_convert.h"
 
-#include "engine/error.h"
+#include "core/error.h"
 #include "interop/tf_checkpoint.h"
 #include "runtime/checkpoint.h"
 #include "runtime/ckpt_restore.h"

@@ -6,7 +6,7 @@
 #include "runtime/checkpoint.h"
 #include "runtime/ckpt_reader.h"
 
-#include "engine/error.h"
+#include "core/error.h"
 #include "interop/tf_checkpoint.h"
 #include "interop/tf_table.h"
 

@@ -5,7 +5,7 @@
  * slim__ckpt through it, and ckpt_open.c finds the file and picks the back end. */
 #include "runtime/ckpt_reader.h"
 
-#include "engine/error.h"
+#include "core/error.h"
 #include "interop/tf_checkpoint.h"
 #include "interop/tf_table.h"
 

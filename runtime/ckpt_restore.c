@@ -6,8 +6,8 @@
  * damaged files (file, offset, which check failed). */
 #include "runtime/ckpt_restore.h"
 
-#include "engine/error.h"
-#include "engine/names.h"
+#include "core/error.h"
+#include "core/names.h"
 
 #include <slim/model.h>
 

@@ -5,7 +5,7 @@
  * _SLIM_CHECKPOINT_HEADER string tensor). */
 #include "runtime/checkpoint.h"
 
-#include "engine/error.h"
+#include "core/error.h"
 #include "interop/tf_checkpoint.h"
 
 #include <dirent.h>

@@ -4,7 +4,7 @@
  * its CRC-32C checked. */
 #include "runtime/ckpt_reader.h"
 
-#include "engine/error.h"
+#include "core/error.h"
 #include "interop/tf_table.h"
 
 #include <slim/data.h>

@@ -3,7 +3,7 @@
  * refuses: each would train its own copy of the model on the whole data. */
 #include "runtime/dist.h"
 
-#include "engine/error.h"
+#include "core/error.h"
 
 #include <slim/train.h>
 

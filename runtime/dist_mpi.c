@@ -9,7 +9,7 @@
  * for its own bucket only, and reads the sum (scaled by 1/N) from it. */
 #include "runtime/dist_mpi.h"
 
-#include "engine/error.h"
+#include "core/error.h"
 
 #include <slim/train.h>
 

@@ -23,7 +23,7 @@
  * the other processes. */
 #include "runtime/dist_mpi.h"
 
-#include "engine/error.h"
+#include "core/error.h"
 
 #include <math.h>
 #include <stdarg.h>

@@ -8,7 +8,7 @@
 #include "runtime/session.h"
 #include "runtime/train_internal.h"
 
-#include "engine/error.h"
+#include "core/error.h"
 
 #include <dirent.h>
 #include <math.h>

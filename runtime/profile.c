@@ -9,7 +9,7 @@
  */
 #include "runtime/train_internal.h"
 
-#include "engine/error.h"
+#include "core/error.h"
 
 #include <math.h>
 #include <stdlib.h>

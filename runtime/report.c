@@ -12,7 +12,7 @@
  */
 #include "runtime/report.h"
 
-#include "engine/error.h"
+#include "core/error.h"
 #include "runtime/tfevent.pb-c.h"
 
 #include <slim/data.h>

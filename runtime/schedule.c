@@ -13,7 +13,7 @@
  */
 #include "runtime/schedule.h"
 
-#include "engine/error.h"
+#include "core/error.h"
 
 #include <math.h>
 #include <string.h>

@@ -2,7 +2,7 @@
  * evaluation, shared by training, evaluation and profiling. */
 #include "runtime/session.h"
 
-#include "engine/error.h"
+#include "core/error.h"
 #include "runtime/report.h"
 
 #include <math.h>

@@ -17,8 +17,8 @@
 #include "runtime/session.h"
 #include "runtime/train_internal.h"
 
-#include "engine/error.h"
-#include "engine/names.h"
+#include "core/error.h"
+#include "core/names.h"
 
 #include <errno.h>
 #include <math.h>

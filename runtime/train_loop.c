@@ -4,8 +4,8 @@
 #include "runtime/checkpoint.h"
 #include "runtime/train_internal.h"
 
-#include "engine/error.h"
-#include "engine/names.h"
+#include "core/error.h"
+#include "core/names.h"
 
 #include <limits.h>
 #include <math.h>

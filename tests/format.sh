@@ -19,7 +19,7 @@ cd "$src" || exit 1
 # the files git tracks; in a tree without git, the sources (not generated ones)
 files=$(git ls-files '*.c' '*.h' 2>/dev/null)
 [ -n "$files" ] ||
-    files=$(find include engine ops dsl datasets runtime tools bench tests plugins \
+    files=$(find include core engine ops dsl datasets runtime interop tools bench tests plugins \
         -name '*.[ch]' ! -name '*.pb-c.*' 2>/dev/null | sort)
 n=0
 fail=0

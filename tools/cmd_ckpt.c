@@ -10,7 +10,7 @@
 #include "tools/cmd.h"
 #include "tools/flags.h"
 
-#include "engine/error.h"
+#include "core/error.h"
 #include "runtime/ckpt_convert.h"
 #include "runtime/ckpt_reader.h"
 #include "runtime/ckpt_restore.h"

@@ -10,7 +10,7 @@
  */
 #include "datasets/convert.h"
 #include "datasets/jpeg_index.h"
-#include "engine/file.h"
+#include "core/file.h"
 #include "runtime/train_internal.h"
 #include "tools/cmd.h"
 #include "tools/flags.h"

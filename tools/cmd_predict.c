@@ -3,7 +3,7 @@
 #include "tools/cli.h"
 #include "tools/cmd_import.h"
 
-#include "engine/file.h"
+#include "core/file.h"
 
 #include <slim/data.h>
 #include <slim/model.h>

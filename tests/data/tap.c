@@ -1,7 +1,7 @@
 /* tests/data/tap.c - TAP helpers for the data tests. */
 #include "tests/data/tap.h"
 
-#include "engine/file.h"
+#include "core/file.h"
 
 #include <stdarg.h>
 #include <stdio.h>

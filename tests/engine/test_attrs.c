@@ -1,7 +1,7 @@
 /* tests/engine/test_attrs.c - attribute text parsing and schema checks, with
  * the exact messages users see. */
 #include "../ops/harness.h"
-#include "engine/attrs.h"
+#include "core/attrs.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -14,7 +14,7 @@
  *     is reported (TensorFlow's test expects 0.966 on the 10k test set).
  * tf.layers' kernel/bias load as TF-Slim's weights/biases; the checkpoints'
  * root is the models' scope through the assignment map "/=ref/". */
-#include "engine/error.h"
+#include "core/error.h"
 #include "runtime/ckpt_reader.h"
 #include "tests/data/tap.h"
 

@@ -2,7 +2,7 @@
  * formulas, the optimizer table, TensorBoard event files read back,
  * checkpoints through the C API (round trip, moving averages, exclusions,
  * missing parameters, damaged files, pruning). TAP output. */
-#include "engine/error.h"
+#include "core/error.h"
 #include "runtime/checkpoint.h"
 #include "runtime/checkpoint.pb-c.h"
 #include "runtime/report.h"

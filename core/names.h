@@ -1,9 +1,9 @@
-/* engine/names.h - a string -> index map (open addressing, linear probing) so
+/* core/names.h - a string -> index map (open addressing, linear probing) so
  * that looking up a name in a graph of thousands of tensors costs O(1), not a
  * scan: building a graph stays linear in its size. Keys are borrowed: the
  * caller keeps each key string alive and unchanged while it is in the map. */
-#ifndef SLIM_ENGINE_NAMES_H
-#define SLIM_ENGINE_NAMES_H
+#ifndef SLIM_CORE_NAMES_H
+#define SLIM_CORE_NAMES_H
 
 #include <stdbool.h>
 #include <stdint.h>

@@ -1,5 +1,5 @@
-/* engine/names.c - see names.h. */
-#include "engine/names.h"
+/* core/names.c - see names.h. */
+#include "core/names.h"
 
 #include <stdint.h>
 #include <stdlib.h>

@@ -1,6 +1,6 @@
-/* engine/error.h - filling slim_error, and the library's log sink. */
-#ifndef SLIM_ENGINE_ERROR_H
-#define SLIM_ENGINE_ERROR_H
+/* core/error.h - filling slim_error, and the library's log sink. */
+#ifndef SLIM_CORE_ERROR_H
+#define SLIM_CORE_ERROR_H
 
 #include <slim/slim.h>
 

@@ -1,8 +1,8 @@
-/* engine/threadpool.c - workers sleep on a condition variable between jobs and
+/* core/threadpool.c - workers sleep on a condition variable between jobs and
  * meet at a spinning barrier inside a job (nodes are short: a futex round trip
  * per node would cost more than small kernels). The spin yields after a
  * while so an oversubscribed machine still makes progress. */
-#include "engine/threadpool.h"
+#include "core/threadpool.h"
 
 #include <pthread.h>
 #include <sched.h>

@@ -1,6 +1,6 @@
-/* engine/file.h - reading a whole file (model files, images, binary batches). */
-#ifndef SLIM_ENGINE_FILE_H
-#define SLIM_ENGINE_FILE_H
+/* core/file.h - reading a whole file (model files, images, binary batches). */
+#ifndef SLIM_CORE_FILE_H
+#define SLIM_CORE_FILE_H
 
 #include <slim/slim.h>
 

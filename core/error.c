@@ -1,6 +1,6 @@
-/* engine/error.c - error values and logging. The library never prints on its own
+/* core/error.c - error values and logging. The library never prints on its own
  * behalf: messages go to the caller's slim_error or to the log callback. */
-#include "engine/error.h"
+#include "core/error.h"
 
 #include <stdio.h>
 

@@ -1,7 +1,7 @@
-/* engine/file.c - reading a whole file (see file.h). */
-#include "engine/file.h"
+/* core/file.c - reading a whole file (see file.h). */
+#include "core/file.h"
 
-#include "engine/error.h"
+#include "core/error.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -1,6 +1,6 @@
-/* engine/threadpool.h - a fixed pool of threads that run one job together. */
-#ifndef SLIM_ENGINE_THREADPOOL_H
-#define SLIM_ENGINE_THREADPOOL_H
+/* core/threadpool.h - a fixed pool of threads that run one job together. */
+#ifndef SLIM_CORE_THREADPOOL_H
+#define SLIM_CORE_THREADPOOL_H
 
 #include <slim/op.h>
 

@@ -1,12 +1,12 @@
-/* engine/attrs.c - attribute values resolved against an op schema.
+/* core/attrs.c - attribute values resolved against an op schema.
  *
  * Resolution (at slim_graph_add) converts what a builder holds
- * (engine/attrs_build.c) to the schema's exact type, checks ranges and
+ * (core/attrs_build.c) to the schema's exact type, checks ranges and
  * choices, rejects unknown keys and fills in defaults, so infer never sees a
  * missing or ill-typed attribute. The compiler's rewrites edit resolved sets
  * the same way; infer reads them through its context's accessors. */
-#include "engine/attrs.h"
-#include "engine/error.h"
+#include "core/attrs.h"
+#include "core/error.h"
 
 #include <ctype.h>
 #include <errno.h>

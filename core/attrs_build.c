@@ -1,7 +1,7 @@
-/* engine/attrs_build.c - attribute builders (slim_attrs): what the caller
+/* core/attrs_build.c - attribute builders (slim_attrs): what the caller
  * gives, typed values or text, kept by key until a node resolves them
- * against its op's schema (engine/attrs.c). */
-#include "engine/attrs.h"
+ * against its op's schema (core/attrs.c). */
+#include "core/attrs.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -1,10 +1,10 @@
-/* engine/gemm.c - BLIS sgemm, always single-threaded per call.
+/* core/gemm.c - BLIS sgemm, always single-threaded per call.
  *
  * One thread budget (--num_threads) covers the whole process, so BLIS never
  * starts threads of its own: each pool thread calls it on its own tile
  * (DESIGN.md: "one thread budget"). A per-call rntm pins BLIS to 1 thread
  * whatever BLIS_NUM_THREADS says. */
-#include "engine/gemm.h"
+#include "core/gemm.h"
 
 #include <blis.h>
 

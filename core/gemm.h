@@ -1,6 +1,6 @@
-/* engine/gemm.h - the one GEMM entry point (BLIS underneath). */
-#ifndef SLIM_ENGINE_GEMM_H
-#define SLIM_ENGINE_GEMM_H
+/* core/gemm.h - the one GEMM entry point (BLIS underneath). */
+#ifndef SLIM_CORE_GEMM_H
+#define SLIM_CORE_GEMM_H
 
 #include <slim/op.h>
 

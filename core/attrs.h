@@ -1,10 +1,10 @@
-/* engine/attrs.h - attribute values checked against an op's schema. */
-#ifndef SLIM_ENGINE_ATTRS_H
-#define SLIM_ENGINE_ATTRS_H
+/* core/attrs.h - attribute values checked against an op's schema. */
+#ifndef SLIM_CORE_ATTRS_H
+#define SLIM_CORE_ATTRS_H
 
 #include <slim/slim.h>
 
-/* What a builder holds per key (engine/attrs_build.c). */
+/* What a builder holds per key (core/attrs_build.c). */
 typedef enum { GIVEN_INTS, GIVEN_FLOATS, GIVEN_BOOL, GIVEN_STR, GIVEN_TEXT } given_kind;
 
 typedef struct given {
