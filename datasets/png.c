@@ -113,8 +113,9 @@ static slim_status fast(slim__png *p, const uint8_t *d, size_t len, const char *
                                    p->z.msg ? p->z.msg : "bad compressed data");
         } else if (!memcmp(type4, "IEND", 4)) {
             iend = true;
-        } else if (!(type4[0] & 0x20) && memcmp(type4, "IHDR", 4)) {
-            return SLIM_EUNSUPPORTED; /* a critical chunk we do not handle (PLTE, ...) */
+        } else if (!(type4[0] & 0x20) && (at != 8 || memcmp(type4, "IHDR", 4))) {
+            /* a critical chunk we do not handle (PLTE, ...), or a second IHDR */
+            return SLIM_EUNSUPPORTED;
         }
         at += 12 + (size_t)n;
     }
