@@ -326,14 +326,22 @@ static slim_status pad_infer(slim_infer_ctx *c)
                            d, (long long)b, (long long)a, mode, xs, (long long)limit);
         p->in[d] = n;
         p->before[d] = b;
-        p->out[d] = out.dim[d] = b + n + a;
+        if (__builtin_add_overflow(b, n, &out.dim[d]) ||
+            __builtin_add_overflow(out.dim[d], a, &out.dim[d]))
+            return c->fail(c, SLIM_ESHAPE,
+                           "paddings of axis %d (%lld, %lld) of an input %s are too large", d,
+                           (long long)b, (long long)a, xs);
+        p->out[d] = out.dim[d];
     }
     int64_t is = 1, os = 1;
     for (int d = p->rank - 1; d >= 0; d--) {
         p->istride[d] = is;
         p->ostride[d] = os;
-        is *= p->in[d];
-        os *= p->out[d];
+        if (__builtin_mul_overflow(is, p->in[d], &is) || __builtin_mul_overflow(os, p->out[d], &os))
+            return c->fail(
+                c, SLIM_ESHAPE,
+                "the paddings make the output of an input %s too large (axis %d is %lld)", xs, d,
+                (long long)p->out[d]);
     }
     c->set_output(c, 0, SLIM_F32, &out);
     return SLIM_OK;
