@@ -5,13 +5,13 @@
 # <a id=...>) of that file, as GitHub makes anchors of headings: lower case,
 # punctuation dropped, spaces to hyphens, -1, -2 ... for repeats. One TAP
 # line a file; links inside code blocks and code spans are not links.
-# Skipped outside a git checkout.
+# Skipped outside a git checkout (a TAP skip: the plan 1..0, exit 0).
 src=${top_srcdir:-.}
 cd "$src" || exit 1
 # the files git tracks; a distribution tarball holds only some of the files
 # the documentation links to, so outside a git checkout this test skips
 files=$(git ls-files '*.md' 2>/dev/null)
-[ -n "$files" ] || { echo "1..0 # SKIP not a git checkout"; exit 77; }
+[ -n "$files" ] || { echo "1..0 # SKIP not a git checkout"; exit 0; }
 T=$(mktemp -d) || exit 1
 trap 'rm -rf "$T"' EXIT
 

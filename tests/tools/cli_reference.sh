@@ -9,7 +9,7 @@ src=${top_srcdir:-.}
 build=${top_builddir:-.}
 slimrun=$build/tools/slimrun
 doc=$src/docs/cli.md
-[ -x "$slimrun" ] || { echo "1..0 # SKIP $slimrun not built"; exit 77; }
+[ -x "$slimrun" ] || { echo "1..0 # SKIP $slimrun not built"; exit 0; }
 T=$(mktemp -d) || exit 1
 trap 'rm -rf "$T"' EXIT
 TMPDIR=$T sh "$src/tools/cli_md.sh" "$slimrun" > "$T/want" || {
