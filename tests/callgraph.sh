@@ -15,12 +15,12 @@ top_builddir=${top_builddir:-.}
 mode=${1:-}
 if ! command -v nm >/dev/null 2>&1; then
     echo "1..0 # SKIP nm not found (apt-get install binutils)"
-    exit 77
+    exit 0
 fi
 objs=$(find "$top_builddir" -name '*.o' ! -path '*/.git/*' ! -path '*/conftest*' | sort)
 if [ -z "$objs" ]; then
     echo "1..0 # SKIP no object files: build first"
-    exit 77
+    exit 0
 fi
 # The sources there are (the generated .pb-c.c files in the build tree):
 # an object whose source is gone (a file moved since the last build) is left out.

@@ -1,6 +1,6 @@
 #!/bin/sh
 # tests/format.sh - every C file of the tree is as clang-format 14 writes
-# it (.clang-format), one TAP line a file. Skipped (exit 77) without
+# it (.clang-format), one TAP line a file. Skipped (a TAP "1..0 # SKIP" plan) without
 # clang-format 14: other versions format some constructs differently.
 # `make format` rewrites the files; `make format-check` runs this alone.
 src=${top_srcdir:-.}
@@ -13,7 +13,7 @@ for c in clang-format-14 clang-format; do
 done
 if [ -z "$cf" ]; then
     echo "1..0 # SKIP clang-format 14 not found (apt-get install clang-format)"
-    exit 77
+    exit 0
 fi
 cd "$src" || exit 1
 # the files git tracks; in a tree without git, the sources (not generated ones)

@@ -1,5 +1,5 @@
 # tests/data/: records, images, recipes, the pipeline, converters (datasets/).
-# Tests that need ../shared/data skip (exit 77) without it.
+# Tests that need ../shared/data skip (a TAP "1..0 # SKIP" plan) without it.
 DATA_TEST_COMMON = tests/data/tap.c tests/data/tap.h
 
 check_PROGRAMS += tests/data/test_records

@@ -44,7 +44,7 @@ TESTS += tests/interop/test_tfgraph
 #                       network against a reference, unsupported ops, an op plugin's
 #                       ONNX op, malformed files; .npy round trip and bad files
 #   test_torchvision.sh torchvision classifiers exported by Debian's PyTorch, imported
-#                       and compared with PyTorch's logits (exit 77 without torch)
+#                       and compared with PyTorch's logits (skipped without torch)
 # tests/interop/coverage.py runs every torchvision classifier at three opsets (not
 # part of check: see README, "ONNX"). The importer's and .npy's fuzz harnesses
 # are tests/fuzz/onnx.c and npy.c.

@@ -18,7 +18,7 @@ SLIMRUN=$top_builddir/tools/slimrun
 PY=/usr/bin/python3
 if ! $PY -c "import torch, torchvision, numpy" 2>/dev/null; then
     echo "1..0 # SKIP Debian's python3-torch / python3-torchvision are not installed"
-    exit 77
+    exit 0
 fi
 T=$(mktemp -d "${TMPDIR:-/tmp}/slim-torchvision.XXXXXX")
 trap 'rm -rf "$T"' EXIT

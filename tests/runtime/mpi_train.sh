@@ -38,7 +38,7 @@ if ! grep -q "define SLIM_HAVE_MPI 1" "$top_builddir/config.h" 2>/dev/null; then
     tap_end
     exit $?
 fi
-MPIRUN=$(command -v mpirun) || { echo "1..0 # SKIP mpirun not found (apt-get install openmpi-bin)"; exit 77; }
+MPIRUN=$(command -v mpirun) || { echo "1..0 # SKIP mpirun not found (apt-get install openmpi-bin)"; exit 0; }
 # Open MPI refuses root unless told; the tests may run on one core; no
 # InfiniBand probing; shared memory without the ptrace-based copy (containers).
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
