@@ -36,7 +36,10 @@ typedef struct slim__onnx_opts {
     const char *root; /* the root scope; NULL = "onnx" */
     /* model mode: one input (N,C,H,W) -> images (N,H,W,C), output 0 -> logits */
     bool model;
-    int batch_size; /* model mode: N to build with (0: the file's, else 1) */
+    int batch_size; /* model mode: N to build with (0: the file's, else 2) */
+    /* model mode: names under "root/" lose that prefix (slim's export: its
+     * graph is named after the model's scope, which starts every name) */
+    bool strip_root;
     /* otherwise: every graph input not an initializer, with its values (in
      * the graph's order): fed at run time, and readable where an op needs a
      * value at build time (a Reshape's shape) */

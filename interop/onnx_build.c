@@ -389,8 +389,15 @@ const char *ox_value_base(ox_builder *b, const char *value_name)
         isdigit((unsigned char)value_name[0]))
         return NULL;
     char buf[512];
+    size_t rl = strlen(b->root);
+    if (b->o->strip_root && strncmp(value_name, b->root, rl) == 0 && value_name[rl] == '/' &&
+        value_name[rl + 1])
+        value_name += rl + 1;
     snprintf(buf, sizeof buf, "%s", value_name);
-    static const char *const suffixes[] = {".weight", ".bias", ".running_mean", ".running_var"};
+    /* PyTorch's parameter suffixes, and slim's (what the layer adds back) */
+    static const char *const suffixes[] = {
+        ".weight", ".bias", ".running_mean", ".running_var",     "/weights",          "/biases",
+        "/gamma",  "/beta", "/moving_mean",  "/moving_variance", "/depthwise_weights"};
     size_t len = strlen(buf);
     for (size_t i = 0; i < sizeof suffixes / sizeof *suffixes; i++) {
         size_t sl = strlen(suffixes[i]);

@@ -150,6 +150,40 @@ static bool is_initializer(const Onnx__GraphProto *g, const char *name)
 }
 
 /* The model's input (N,C,H,W) as images (N,H,W,C). */
+/* Whether every node reading value name (dims sh) takes it from (N,H,W,C) to
+ * (N,C,H,W): a Transpose, or with one channel a Reshape to (N,1,H,W). That is
+ * an NHWC input, as slim exports with --input_layout=NHWC (and tf2onnx writes). */
+static bool to_nchw_only(ox_builder *b, const char *name, const Onnx__TensorShapeProto *sh)
+{
+    const ox_use *u = ox_uses(b, name);
+    if (!u || u->n_consumers < 1 || u->graph_output || sh->n_dim != 4)
+        return false;
+    int64_t d[4];
+    for (int i = 0; i < 4; i++)
+        d[i] = sh->dim[i]->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE
+                   ? sh->dim[i]->dim_value
+                   : -1;
+    const Onnx__GraphProto *g = b->model->graph;
+    int seen = 0;
+    for (size_t k = (size_t)u->first_consumer; k < g->n_node; k++) {
+        const Onnx__NodeProto *n = g->node[k];
+        if (n->n_input < 1 || !n->input[0] || strcmp(n->input[0], name))
+            continue;
+        int64_t p[4];
+        const ox_value *s = n->n_input == 2 && n->input[1] ? ox_find(b, n->input[1]) : NULL;
+        bool ok = !strcmp(n->op_type, "Transpose") && n->n_input == 1 &&
+                  slim__ox_attr_ints(n, "perm", p, 4) == 4 && p[0] == 0 && p[1] == 3 && p[2] == 1 &&
+                  p[3] == 2;
+        ok |= !strcmp(n->op_type, "Reshape") && d[3] == 1 && d[1] > 0 && d[2] > 0 && s &&
+              s->kind == OX_HOST && s->host.i && s->host.numel == 4 && s->host.i[1] == 1 &&
+              s->host.i[2] == d[1] && s->host.i[3] == d[2];
+        if (!ok)
+            return false;
+        seen++;
+    }
+    return seen == u->n_consumers;
+}
+
 static slim_status model_input(ox_builder *b, const Onnx__ValueInfoProto *vi)
 {
     const Onnx__TypeProto *tp = vi->type;
@@ -162,7 +196,8 @@ static slim_status model_input(ox_builder *b, const Onnx__ValueInfoProto *vi)
         return ox_fail(b, SLIM_EUNSUPPORTED, "graph input '%s' is %s, slim's images are float",
                        name, slim__ox_elem_name(tt->elem_type));
     const Onnx__TensorShapeProto *sh = tt->shape;
-    bool nhwc = b->o->input_nhwc;
+    bool nhwc = b->o->input_nhwc || to_nchw_only(b, name, tt->shape);
+    b->input_nhwc = nhwc;
     if (sh->n_dim != 4)
         return ox_fail(b, SLIM_EUNSUPPORTED,
                        "graph input '%s' has rank %zu; an image classifier takes (N,%s)", name,
@@ -184,7 +219,10 @@ static slim_status model_input(ox_builder *b, const Onnx__ValueInfoProto *vi)
         return ox_fail(b, SLIM_EUNSUPPORTED,
                        "graph input '%s' is %lldx%lld: slim's models take square images", name,
                        (long long)d[hi], (long long)d[hi + 1]);
-    int64_t n = b->o->batch_size > 0 ? b->o->batch_size : d[0] > 0 && d[0] <= 4096 ? d[0] : 1;
+    /* a symbolic batch is built at 2: at 1 the batch axis would look like any
+     * size-1 axis, which reshapes and transposes may move (the model file is
+     * batch-agnostic either way) */
+    int64_t n = b->o->batch_size > 0 ? b->o->batch_size : d[0] > 0 && d[0] <= 4096 ? d[0] : 2;
     d[0] = n;
     b->batch = n;
     b->channels = d[ci];

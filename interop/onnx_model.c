@@ -73,6 +73,32 @@ slim_status slim__onnx_model_build(const slim__onnx_opts *o, const Onnx__ModelPr
     return st;
 }
 
+/* A model slim exported: its graph is named after the model's scope and every
+ * parameter is under it (MobilenetV2/Conv/weights). Importing it under that
+ * scope gives back the original parameter names. */
+static bool slim_root(const Onnx__ModelProto *m, char *name, size_t n)
+{
+    const Onnx__GraphProto *g = m->graph;
+    const char *gn = g ? g->name : NULL;
+    size_t len = gn ? strlen(gn) : 0;
+    if (!len || len >= n || isdigit((unsigned char)gn[0]) || g->n_initializer == 0)
+        return false;
+    for (size_t i = 0; i < len; i++)
+        if (!isalnum((unsigned char)gn[i]) && gn[i] != '_' && gn[i] != '-')
+            return false;
+    /* slim's own constants (const_0) are outside the scope */
+    bool slim = m->producer_name && !strcmp(m->producer_name, "slim");
+    size_t under = 0;
+    for (size_t k = 0; k < g->n_initializer; k++) {
+        const char *in = g->initializer[k]->name;
+        under += in && strncmp(in, gn, len) == 0 && in[len] == '/';
+    }
+    if (under == 0 || (!slim && under < g->n_initializer))
+        return false;
+    memcpy(name, gn, len + 1);
+    return true;
+}
+
 slim_status slim__onnx_model_load(slim_registry *reg, const char *path, const char *model_name,
                                   const slim_model_opts *mo, slim_model **out, char **yaml_out,
                                   slim_error *err)
@@ -88,8 +114,10 @@ slim_status slim__onnx_model_load(slim_registry *reg, const char *path, const ch
     for (int i = 0; i < mo->n_plugins && st == SLIM_OK; i++)
         st = slim_registry_load_plugin(reg, mo->plugins[i], err);
     char name[128];
-    slim__onnx_model_name(model_name ? model_name : path, name, sizeof name);
-    slim__onnx_opts o = {.reg = reg, .root = name, .model = true};
+    bool strip = !model_name && slim_root(m, name, sizeof name);
+    if (!strip)
+        slim__onnx_model_name(model_name ? model_name : path, name, sizeof name);
+    slim__onnx_opts o = {.reg = reg, .root = name, .model = true, .strip_root = strip};
     if (st == SLIM_OK)
         st = slim__onnx_model_build(&o, m, path, mo, out, yaml_out, err);
     slim__ox_model_free(m);

@@ -248,7 +248,7 @@ slim_status slim__onnx_yaml(const slim__onnx_importer *imp, const char *source, 
     put(&o, "num_classes: %lld\n", (long long)b->num_classes);
     put(&o, "image_size: %lld\n", (long long)b->image_size);
     put(&o, "channels: %lld\n", (long long)b->channels);
-    if (!b->o->input_nhwc)
+    if (!b->input_nhwc)
         put(&o, "input_layout: NCHW   # tensors fed to predict --input_npy are (N, C, H, W), as "
                 "in the source\n");
     put(&o, "weight_decay: 0.0\n");

@@ -174,6 +174,33 @@ static int nchw(char **argv)
     return rc;
 }
 
+/* rows IN OUT N: OUT is N rows of IN along its first axis, cycling through them
+ * (a batch other than the one a model was built or exported at) */
+static int rows(char **argv)
+{
+    slim__npy a = {0};
+    slim_error e = {0};
+    long n = atol(argv[4]);
+    if (slim__npy_read(argv[2], &a, &e) || a.rank < 1 || n < 1 || n > 4096) {
+        fprintf(stderr, "export_fixture: %s: %s\n", argv[2], e.msg[0] ? e.msg : "bad rows");
+        slim__npy_free(&a);
+        return 1;
+    }
+    int64_t row = a.numel / a.dim[0];
+    float *d = malloc((size_t)(n * row) * sizeof *d);
+    for (long i = 0; d && i < n; i++)
+        memcpy(d + i * row, a.data + (i % a.dim[0]) * row, (size_t)row * sizeof *d);
+    int64_t dim[SLIM__NPY_MAX_DIMS];
+    memcpy(dim, a.dim, (size_t)a.rank * sizeof *dim);
+    dim[0] = n;
+    int rc = d && !slim__npy_write(argv[3], d, a.rank, dim, &e) ? 0 : 1;
+    if (rc)
+        fprintf(stderr, "export_fixture: %s\n", e.msg);
+    free(d);
+    slim__npy_free(&a);
+    return rc;
+}
+
 static int compare(int argc, char **argv)
 {
     slim__npy got = {0}, want = {0};
@@ -264,10 +291,13 @@ int main(int argc, char **argv)
         return input(argv);
     if (argc == 4 && !strcmp(argv[1], "nchw"))
         return nchw(argv);
+    if (argc == 5 && !strcmp(argv[1], "rows"))
+        return rows(argv);
     if (argc >= 5 && !strcmp(argv[1], "compare"))
         return compare(argc, argv);
-    fprintf(stderr, "usage: export_fixture ckpt MODEL DIR [--ema] [NAME=VALUE...] | input N D1 D2 "
-                    "D3 OUT.npy SEED | nchw IN OUT | compare GOT WANT TOL [softmax] | ops "
-                    "FILE.onnx | graphs DIR | unsupported\n");
+    fprintf(stderr,
+            "usage: export_fixture ckpt MODEL DIR [--ema] [NAME=VALUE...] | input N D1 D2 "
+            "D3 OUT.npy SEED | nchw IN OUT | rows IN OUT N | compare GOT WANT TOL [softmax] | ops "
+            "FILE.onnx | graphs DIR | unsupported\n");
     return 2;
 }

@@ -208,8 +208,7 @@ static int one(const char *dir, int k)
     snprintf(path, sizeof path, "%s/%s.ref.npy", dir, graphs[k].name);
     if ((b->st = slim__npy_write(path, out.data, out.shape.rank, out.shape.dim, &b->e)))
         goto done;
-    /* a fixed batch of 2 at three opsets, and a dynamic batch (slim's import builds a
-     * dynamic model at batch 1, where it cannot tell a reshape's batch axis apart) */
+    /* a fixed batch of 2 at three opsets, and a dynamic batch */
     static const int opsets[] = {13, 17, 20, 13};
     for (int i = 0; i < 4; i++) {
         slim__onnx_export_opts o = {

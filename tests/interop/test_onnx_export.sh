@@ -8,8 +8,9 @@
 # on a random batch of 3 (the dynamic batch is built at 2): its logits and
 # probabilities match predict's logits and their softmax within 1e-4 of the
 # largest. Variants: fixed batch, opsets 17 and 21, batch norm kept, NCHW input.
-# Round trips: exported, then `slimrun import`ed, the model file + checkpoint
-# give predict's logits again. Torchvision models imported from Debian's
+# Round trips: exported (NCHW or NHWC input, dynamic batch), then `slimrun
+# import`ed, the model file + checkpoint give predict's logits again at a batch
+# of 3, and the parameters their original names. Torchvision models imported from Debian's
 # PyTorch (tests/interop/torch_export.py) are exported and run in ONNX Runtime
 # against PyTorch's logits. Errors: an op without ONNX counterpart, bad flags.
 #
@@ -73,13 +74,15 @@ export_ort() {
     fi
 }
 
-# round_trip MODEL TAG: $T/MODEL/TAG.onnx (NCHW input) imported, predicted on
+# round_trip MODEL TAG [x]: $T/MODEL/TAG.onnx imported, predicted on (its input NCHW, or
+# with x NHWC: the Transpose slim's export starts with makes the import take NHWC too)
 round_trip() {
     md=$T/$1
+    x=${3:-x_nchw}
     check "$1 $2: imported back, the model file + checkpoint give predict's logits" sh -c "
         '$SLIMRUN' import '$md/$2.onnx' --out='$md/rt-$2' > /dev/null &&
         '$SLIMRUN' predict --model='$md/rt-$2/model.yaml' --checkpoint_path='$md/rt-$2' \
-            --input_npy='$md/x_nchw.npy' --output_npy='$md/rt-$2.npy' &&
+            --input_npy='$md/$x.npy' --output_npy='$md/rt-$2.npy' &&
         '$FIX' compare '$md/rt-$2.npy' '$md/ref.npy' 1e-4"
 }
 
@@ -96,6 +99,7 @@ export_ort lenet 28 dyn
 check "lenet: no Dropout, no Transpose but the NHWC input's" sh -c "
     '$FIX' ops '$T/lenet/dyn.onnx' > '$T/lenet/ops.txt' && ! grep -q Dropout '$T/lenet/ops.txt' &&
     grep -q '^Transpose 1$' '$T/lenet/ops.txt' && grep -q '^Gemm 2$' '$T/lenet/ops.txt'"
+round_trip lenet dyn x
 export_ort lenet 28 b3 --batch=3
 export_ort lenet 28 nchw --input_layout=NCHW --opset=17
 round_trip lenet nchw
@@ -123,6 +127,7 @@ export_ort cifarnet 32 dyn
 zoo mobilenet_v1 128 3
 export_ort mobilenet_v1 128 dyn
 check "mobilenet_v1: every batch norm folded" has "$T/mobilenet_v1/dyn.onnx" BatchNormalization 0
+round_trip mobilenet_v1 dyn x
 export_ort mobilenet_v1 128 kept --nofold_batch_norm --opset=21
 check "mobilenet_v1: --nofold_batch_norm keeps 27 BatchNormalization nodes" \
     has "$T/mobilenet_v1/kept.onnx" BatchNormalization 27
@@ -134,6 +139,16 @@ round_trip mobilenet_v2 nchw
 # ResNets: v1's bottlenecks; v2's pre-activation batch norms stay BatchNormalization
 zoo resnet_v1_50 64 3
 export_ort resnet_v1_50 64 dyn
+# Parameter names round trip: the export's graph is named after the scope, the import
+# strips slim's suffixes (.../weights is the layer ..., not .../weights/weights)
+export_ort resnet_v1_50 64 kept --nofold_batch_norm --input_layout=NCHW
+round_trip resnet_v1_50 kept
+check "resnet_v1_50 kept: imported back, the checkpoint has the original's 267 names" sh -c "
+    '$SLIMRUN' ckpt ls '$T/resnet_v1_50' | awk 'NR > 2 {print \$1}' | sort > '$T/names.a' &&
+    '$SLIMRUN' ckpt ls '$T/resnet_v1_50/rt-kept' | awk 'NR > 2 {print \$1}' | sort > '$T/names.b' &&
+    test \$(wc -l < '$T/names.a') -eq 267 && diff '$T/names.a' '$T/names.b' &&
+    '$SLIMRUN' ckpt diff resnet_v1_50 '$T/resnet_v1_50/rt-kept' --image_size=64 |
+        grep -q 'would restore 267 of 267 parameters'"
 zoo resnet_v2_50 64 3
 export_ort resnet_v2_50 64 nchw --input_layout=NCHW --opset=17
 round_trip resnet_v2_50 nchw
@@ -143,7 +158,8 @@ zoo inception_v2 96 3
 export_ort inception_v2 96 dyn
 
 # Graphs built in C that use every op the exporter maps (tests/interop/export_graphs.c):
-# ONNX Runtime at opsets 13, 17 and 20 and a dynamic batch; imported back
+# ONNX Runtime at opsets 13, 17 and 20 and a dynamic batch; imported back (the dynamic
+# one also at a batch of 3, other than the 2 it is built and run at)
 mkdir -p "$T/graphs"
 if check "graphs using every mapped op: built, run and exported" "$FIX" graphs "$T/graphs"; then
     for g in conv act shape; do
@@ -156,12 +172,21 @@ if check "graphs using every mapped op: built, run and exported" "$FIX" graphs "
             else
                 skip "graph $g-$v: ONNX Runtime gives slim's logits" "$why_no_ort"
             fi
-            [ $v = dyn ] && continue
             check "graph $g-$v: imported back (predict --model=$g-$v.onnx), slim's logits" sh -c "
                 '$SLIMRUN' predict --model='$f' --input_npy='$T/graphs/$g.x.npy' \
                     --output_npy='$T/graphs/rt.npy' &&
                 '$FIX' compare '$T/graphs/rt.npy' '$T/graphs/$g.ref.npy' 1e-4"
         done
+        # the dynamic batch imported (slimrun import), run at a batch of 3: the batch
+        # axis stays the batch through the reshapes and transposes
+        check "graph $g-dyn: imported, its model file at a batch of 3 gives slim's logits" sh -c "
+            '$FIX' rows '$T/graphs/$g.x.npy' '$T/graphs/x3.npy' 3 &&
+            '$FIX' rows '$T/graphs/$g.ref.npy' '$T/graphs/ref3.npy' 3 &&
+            '$SLIMRUN' import '$T/graphs/$g-dyn.onnx' --out='$T/graphs/$g-dyn' > /dev/null &&
+            '$SLIMRUN' predict --model='$T/graphs/$g-dyn/model.yaml' \
+                --checkpoint_path='$T/graphs/$g-dyn' --input_npy='$T/graphs/x3.npy' \
+                --output_npy='$T/graphs/rt3.npy' &&
+            '$FIX' compare '$T/graphs/rt3.npy' '$T/graphs/ref3.npy' 1e-4"
     done
 fi
 
