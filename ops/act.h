@@ -8,25 +8,32 @@
  * fusion rule conv2d_post (ops/conv_fuse.c) folds such a node into the
  * conv2d before it when the op has no attributes (one with parameters, such
  * as leaky_relu's alpha, would need the rule to check them and the post step
- * to take them). Adding one (say hard_swish): its ACT_ value before
- * ACT_COUNT, its name in act_names and ACT_POST_CHOICES, its formula in
- * act_fwd and in vact (ops/conv_ukr.h, the vector post step); act_bwd only
+ * to take them). hard_swish is forward-only here: conv2d and conv2d_chain
+ * apply it (ACT_POST_CHOICES) with the very operations of its op's forward,
+ * so the fused step gives the unfused op's values bit for bit; batch_norm's
+ * and add's own activations stay relu and relu6, the ones act_bwd knows.
+ * silu and gelu are not taken: lane by lane expf/erff in the post step cost
+ * more instructions than their own pass saved (EfficientNet-B0, callgrind:
+ * +3.6%). Adding one: its ACT_ value before ACT_COUNT, its name in
+ * act_names and ACT_POST_CHOICES, its formula in act_fwd (as its op's
+ * forward) and in vact (ops/conv_ukr.h, the vector post step); act_bwd only
  * if batch_norm or add are to take it as their own attribute. Neither
  * engine/ nor the rule changes.
  */
 #ifndef SLIM_OPS_ACT_H
 #define SLIM_OPS_ACT_H
 
+#include <math.h>
 #include <stdint.h>
 #include <string.h>
 
-enum { ACT_NONE, ACT_RELU, ACT_RELU6, ACT_COUNT };
+enum { ACT_NONE, ACT_RELU, ACT_RELU6, ACT_HARD_SWISH, ACT_COUNT };
 
-static const char *const act_names[ACT_COUNT] = {"none", "relu", "relu6"};
+static const char *const act_names[ACT_COUNT] = {"none", "relu", "relu6", "hard_swish"};
 
 /* The activation attribute's choices of the ops that apply any of them
  * forward only (conv2d, conv2d_chain). */
-#define ACT_POST_CHOICES "none|relu|relu6"
+#define ACT_POST_CHOICES "none|relu|relu6|hard_swish"
 
 /* The activation named s (an attribute's value or an op's name); ACT_NONE
  * for any other name. */
@@ -42,11 +49,25 @@ static inline float act_fwd(int act, float v)
 {
     if (act == ACT_NONE)
         return v;
+    /* as ops/activation.c's hard_swish forward */
+    if (act == ACT_HARD_SWISH)
+        return v * fminf(fmaxf(v + 3.0f, 0.0f), 6.0f) * (1.0f / 6.0f);
     v = v > 0.0f ? v : 0.0f;
     return act == ACT_RELU6 && v > 6.0f ? 6.0f : v;
 }
 
-/* dy through the activation, given its output y */
+/* act_fwd in double, for the reference kernels */
+static inline double act_ref(int act, double v)
+{
+    switch (act) {
+    case ACT_RELU: return v > 0 ? v : 0;
+    case ACT_RELU6: return v > 6 ? 6 : v > 0 ? v : 0;
+    case ACT_HARD_SWISH: return v <= -3 ? 0 : v >= 3 ? v : v * (v + 3) / 6;
+    default: return v;
+    }
+}
+
+/* dy through relu or relu6 (batch_norm's and add's own), given the output y */
 static inline float act_bwd(int act, float y, float dy)
 {
     if (act == ACT_NONE)

@@ -286,11 +286,7 @@ static double bn_act(const slim_tensor *bn, float eps, int act, int64_t o, doubl
 {
     const float *gamma = bn[0].data, *beta = bn[1].data, *mean = bn[2].data, *var = bn[3].data;
     v = (v - mean[o]) * gamma[o] / sqrt((double)var[o] + eps) + beta[o];
-    if (act != ACT_NONE && v < 0)
-        v = 0;
-    if (act == ACT_RELU6 && v > 6)
-        v = 6;
-    return v;
+    return act_ref(act, v);
 }
 
 /* As written in the header, in double, each output pixel from scratch. */
@@ -335,11 +331,7 @@ static void chain_forward_ref(const slim_kernel_ctx *c)
                     /* the residual goes in before the activation */
                     const slim_tensor *bn = &c->in[p->in_b + 1];
                     double v = bn_act(bn, p->eps_b, ACT_NONE, o, acc) + (res ? res[at + o] : 0.0);
-                    if (p->act_b != ACT_NONE && v < 0)
-                        v = 0;
-                    if (p->act_b == ACT_RELU6 && v > 6)
-                        v = 6;
-                    y[at + o] = (float)v;
+                    y[at + o] = (float)act_ref(p->act_b, v);
                 }
             }
 }

@@ -66,6 +66,7 @@ typedef __mmask16 vmask;
 #define vbcast(p) _mm512_set1_ps(*(p))
 #define vfma(a, b, c) _mm512_fmadd_ps(a, b, c)
 #define vadd(a, b) _mm512_add_ps(a, b)
+#define vmul(a, b) _mm512_mul_ps(a, b)
 #define vmax(a, b) _mm512_max_ps(a, b)
 #define vmin(a, b) _mm512_min_ps(a, b)
 #define vset1(x) _mm512_set1_ps(x)
@@ -92,6 +93,7 @@ typedef __m256i vmask;
 #define vbcast(p) _mm256_broadcast_ss(p)
 #define vfma(a, b, c) _mm256_fmadd_ps(a, b, c)
 #define vadd(a, b) _mm256_add_ps(a, b)
+#define vmul(a, b) _mm256_mul_ps(a, b)
 #define vmax(a, b) _mm256_max_ps(a, b)
 #define vmin(a, b) _mm256_min_ps(a, b)
 #define vset1(x) _mm256_set1_ps(x)
@@ -111,6 +113,9 @@ static inline vmask lanes_below(int n)
  * (ops/conv_gemm.c's ukr_nn_post, ops/conv_dw.c's depthwise pixels). */
 static inline __attribute__((always_inline)) vfloat vact(int act, vfloat v)
 {
+    if (act == ACT_HARD_SWISH) /* act_fwd's operations in its order: the same bits */
+        return vmul(vmul(v, vmin(vmax(vadd(v, vset1(3.0f)), vzero()), vset1(6.0f))),
+                    vset1(1.0f / 6.0f));
     if (act != ACT_NONE)
         v = vmax(v, vzero());
     if (act == ACT_RELU6)

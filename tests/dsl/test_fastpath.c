@@ -42,17 +42,43 @@ typedef struct fp_case {
     const char *name;
     int image_size;
     const char *define; /* NULL or one model var */
+    const char *yaml;   /* a model file's text instead of the zoo's model name */
+    int gates;          /* conv2d steps that take in a hard_swish node */
 } fp_case;
 
+/* Convolutions with batch norms followed by MobileNet v3's hard_swish, plain,
+ * depthwise, pointwise and strided, and one with a residual add: in inference
+ * each conv2d takes its batch norm and hard_swish in (ops/act.h): stem, c3,
+ * and c4 with the add and hard_swish after it; dw + pw become a conv2d_chain;
+ * silu and gelu stay their own steps. */
+static const char gates_yaml[] =
+    "name: gates\n"
+    "num_classes: 10\n"
+    "image_size: 32\n"
+    "defaults:\n"
+    "  conv2d: {normalizer: batch_norm, padding: SAME}\n"
+    "layers:\n"
+    "  - conv2d: {name: stem, num_outputs: 16, kernel_size: 3, stride: 2, activation: hard_swish}\n"
+    "  - conv2d: {name: dw, num_outputs: 16, kernel_size: 3, groups: 16, activation: hard_swish}\n"
+    "  - conv2d: {name: pw, num_outputs: 24, kernel_size: 1, activation: silu}\n"
+    "  - conv2d: {name: c3, num_outputs: 24, kernel_size: 3, activation: hard_swish}\n"
+    "  - conv2d: {name: c4, num_outputs: 24, kernel_size: 3, activation: none}\n"
+    "  - add: {name: res, inputs: [c3, c4]}\n"
+    "  - hard_swish: {name: res_act}\n"
+    "  - gelu: {name: head_act}\n"
+    "  - global_avg_pool: {name: pool, keep_dims: false}\n"
+    "  - fully_connected: {name: logits, num_outputs: $num_classes, activation: none}\n";
+
 static const fp_case cases[] = {
-    {"lenet", 28, NULL},
-    {"cifarnet", 32, NULL},
-    {"vgg_a", 32, "fc_conv_padding=SAME"},
-    {"resnet_v1_50", 64, NULL},
-    {"resnet_v2_50", 64, NULL},
-    {"inception_v3", 107, NULL},
-    {"mobilenet_v1", 64, "depth_multiplier=0.25"},
-    {"mobilenet_v2", 64, "depth_multiplier=0.35"},
+    {"lenet", 28, NULL, NULL, 0},
+    {"cifarnet", 32, NULL, NULL, 0},
+    {"vgg_a", 32, "fc_conv_padding=SAME", NULL, 0},
+    {"resnet_v1_50", 64, NULL, NULL, 0},
+    {"resnet_v2_50", 64, NULL, NULL, 0},
+    {"inception_v3", 107, NULL, NULL, 0},
+    {"mobilenet_v1", 64, "depth_multiplier=0.25", NULL, 0},
+    {"mobilenet_v2", 64, "depth_multiplier=0.35", NULL, 0},
+    {"gates", 32, NULL, gates_yaml, 3},
 };
 
 enum { BATCH = 2, CLASSES = 10 };
@@ -144,7 +170,7 @@ static bool run(slim_graph *g, int threads, bool ref, bool perturb, result *r, s
 /* Inference: the logits of a program compiled with or without fusion; the
  * number of fused conv2d steps in *fused, of conv2d_chain steps in *chains. */
 static bool run_inference(slim_graph *g, int threads, bool ref, bool fuse, bool perturb,
-                          float *logits, int *fused, int *chains, slim_error *err)
+                          float *logits, int *fused, int *chains, int *gates, slim_error *err)
 {
     slim_compile_opts co = {.training = false, .num_threads = threads, .no_fusion = !fuse};
     slim_program *p = compile_fed(g, &co, ref, perturb, err);
@@ -159,9 +185,10 @@ static bool run_inference(slim_graph *g, int threads, bool ref, bool fuse, bool 
         memcpy(logits, lg.data, BATCH * CLASSES * sizeof(float));
     const slim_node_time *t;
     int n = slim_program_times(p, &t);
-    *fused = *chains = 0;
+    *fused = *chains = *gates = 0;
     for (int i = 0; i < n; i++) {
         *fused += t[i].op && strncmp(t[i].op, "conv2d+", 7) == 0;
+        *gates += t[i].op && strncmp(t[i].op, "conv2d+", 7) == 0 && strstr(t[i].op, "+hard_swish");
         *chains += t[i].op && strcmp(t[i].op, "conv2d_chain") == 0;
     }
     slim_program_free(p);
@@ -206,22 +233,27 @@ static void check_inference(slim_graph *g, const fp_case *c)
     slim_error err = {0};
     float fast[BATCH * CLASSES], ref[BATCH * CLASSES], base[BATCH * CLASSES];
     int n_fused = 0, n_ref = 0, n_base = 0, n_chain = 0, n_chain_ref = 0, n_chain_base = 0;
+    int gates = 0, unused;
     randomize_bn(g);
-    bool ok = run_inference(g, 2, false, true, false, fast, &n_fused, &n_chain, &err) &&
-              run_inference(g, 1, true, false, false, ref, &n_ref, &n_chain_ref, &err) &&
-              run_inference(g, 1, true, false, true, base, &n_base, &n_chain_base, &err);
+    bool ok = run_inference(g, 2, false, true, false, fast, &n_fused, &n_chain, &gates, &err) &&
+              run_inference(g, 1, true, false, false, ref, &n_ref, &n_chain_ref, &unused, &err) &&
+              run_inference(g, 1, true, false, true, base, &n_base, &n_chain_base, &unused, &err);
     if (!tap_ok(ok, "%s: inference runs fused (fast kernels) and unfused (reference)", c->name)) {
         tap_diag("%s", err.msg);
         return;
     }
     double eo = rel_err(fast, ref, BATCH * CLASSES), bo = rel_err(base, ref, BATCH * CLASSES);
-    /* MobileNets' depthwise-separable blocks run as conv2d_chain steps */
-    const bool separable = strncmp(c->name, "mobilenet", 9) == 0;
+    /* MobileNets' depthwise-separable blocks run as conv2d_chain steps (and
+     * the gates' dw + pw) */
+    const bool separable = strncmp(c->name, "mobilenet", 9) == 0 || c->gates;
     tap_ok(n_fused + n_chain > 0 && n_ref + n_chain_ref == 0 && (n_chain > 0) == separable &&
                eo <= 2 * bo + 1e-5,
            "%s inference: %d fused conv2d steps and %d conv2d_chain steps, logits rel %.1e from "
            "the unfused reference (the perturbation moves them %.1e)",
            c->name, n_fused, n_chain, eo, bo);
+    if (c->gates)
+        tap_ok(gates == c->gates, "%s inference: %d conv2d steps take in their gate (%d expected)",
+               c->name, gates, c->gates);
 }
 
 static double dot(const float *a, const float *b, int64_t n)
@@ -262,8 +294,9 @@ static void check(slim_registry *reg, const fp_case *c)
                          .defines = defs,
                          .n_defines = c->define ? 1 : 0};
     slim_model *m;
-    if (slim_model_find(c->name, path, sizeof path, &err) != SLIM_OK ||
-        slim_model_load(reg, path, &o, &m, &err) != SLIM_OK) {
+    if (c->yaml ? slim_model_load_string(reg, c->name, c->yaml, strlen(c->yaml), &o, &m, &err)
+                : (slim_model_find(c->name, path, sizeof path, &err) != SLIM_OK ||
+                   slim_model_load(reg, path, &o, &m, &err))) {
         tap_ok(false, "%s: builds", c->name);
         tap_diag("%s", err.msg);
         return;
