@@ -152,8 +152,9 @@ typedef struct ox_builder {
     /* model mode */
     int logits_layer;
     int64_t batch, image_size, channels, num_classes;
-    bool input_nhwc; /* the input is (N,H,W,C): a TensorFlow graph, or an ONNX one
-                        whose input only feeds Transposes to NCHW (slim's export) */
+    int64_t file_batch; /* the input's batch in the file (-1: symbolic) */
+    bool input_nhwc;    /* the input is (N,H,W,C): a TensorFlow graph, or an ONNX one
+                           whose input only feeds Transposes to NCHW (slim's export) */
 
     int64_t folded; /* elements of the constants computed by folding (a budget) */
     bool training;  /* compile for training (BN training_mode, training dropout) */

@@ -219,10 +219,12 @@ static slim_status model_input(ox_builder *b, const Onnx__ValueInfoProto *vi)
         return ox_fail(b, SLIM_EUNSUPPORTED,
                        "graph input '%s' is %lldx%lld: slim's models take square images", name,
                        (long long)d[hi], (long long)d[hi + 1]);
-    /* a symbolic batch is built at 2: at 1 the batch axis would look like any
-     * size-1 axis, which reshapes and transposes may move (the model file is
-     * batch-agnostic either way) */
-    int64_t n = b->o->batch_size > 0 ? b->o->batch_size : d[0] > 0 && d[0] <= 4096 ? d[0] : 2;
+    /* a symbolic batch, or one of 1, is built at 2: at 1 the batch axis would
+     * look like any size-1 axis, which reshapes and transposes may move (the
+     * model file is batch-agnostic either way; a Reshape that baked the
+     * file's batch of 1 in takes the 2, map_reshape) */
+    int64_t n = b->o->batch_size > 0 ? b->o->batch_size : d[0] > 1 && d[0] <= 4096 ? d[0] : 2;
+    b->file_batch = d[0];
     d[0] = n;
     b->batch = n;
     b->channels = d[ci];

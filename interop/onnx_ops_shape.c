@@ -356,6 +356,12 @@ slim_status ox_map_reshape(ox_builder *b, const Onnx__NodeProto *n)
     if (ns < 0)
         return ox_fail(b, SLIM_EINVAL, "no shape");
     v = &b->vals[vi];
+    /* the exporter's batch baked in (PyTorch's channel shuffle at batch 1):
+     * the batch slim builds with */
+    if (b->o->model && b->file_batch > 0 && b->file_batch != b->batch && ns >= 1 &&
+        shape[0] == b->file_batch && v->kind == OX_COMPUTED && v->rank >= 1 &&
+        v->dim[0] == b->batch)
+        shape[0] = b->batch;
     bool allowzero = slim__ox_attr_int(n, "allowzero", 0) != 0;
     int64_t known = 1, total = slim__ox_numel(v->rank, v->dim);
     int infer = -1;

@@ -8,8 +8,8 @@
 # folded Shape arithmetic), decomposed LayerNorm and GELU, MatMul + Add, Concat,
 # grouped and depthwise convolutions. ResNet-18 goes through `slimrun import` and the
 # model file + checkpoint, then fine-tunes a new 2-class head for two steps on photos
-# from ../shared/data; ShuffleNet (whose export bakes its batch of 2 into reshapes) is
-# compared on a batch of 3. Exit 77 without /usr/bin/python3's torch and torchvision
+# from ../shared/data; ShuffleNet (whose export bakes its batch into reshapes),
+# exported at batches of 2 and 1, is compared on a batch of 3. Exit 77 without /usr/bin/python3's torch and torchvision
 # (apt-get install python3-torch python3-torchvision). tests/interop/coverage.py runs
 # every classifier at opsets 11, 13 and 17.
 top_srcdir=${top_srcdir:-.}
@@ -34,11 +34,11 @@ print("max |torch| %.4g, max difference %.3g (%.2g relative)" % (m, d, d / m))
 sys.exit(0 if y.shape == s.shape and d <= 1e-4 * m else 1)
 PYEOF
 
-# export MODEL OPSET SIZE [REF_BATCH]: into $T/MODEL-OPSET
+# export MODEL OPSET SIZE [REF_BATCH [EXPORT_BATCH]]: into $T/MODEL-OPSET
 export_model() {
-    if $PY "$top_srcdir/tests/interop/torch_export.py" "$1" "$2" "$3" 2 "$T/$1-$2" \
+    if $PY "$top_srcdir/tests/interop/torch_export.py" "$1" "$2" "$3" "${5:-2}" "$T/$1-$2" \
             --ref_batch="${4:-2}" > "$T/export.out" 2>&1; then
-        ok "$1 opset $2: exported by PyTorch (${3}px)"
+        ok "$1 opset $2: exported by PyTorch (${3}px, batch ${5:-2})"
         return 0
     fi
     not_ok "$1 opset $2: exported by PyTorch"
@@ -46,7 +46,7 @@ export_model() {
     return 1
 }
 
-# one MODEL OPSET SIZE [REF_BATCH]: export, predict on the .onnx itself, compare
+# one MODEL OPSET SIZE [REF_BATCH [EXPORT_BATCH]]: export, predict on the .onnx, compare
 one() {
     dir=$T/$1-$2
     export_model "$@" || return
@@ -94,6 +94,7 @@ fi
 one mobilenet_v3_small 11 64      # HardSigmoid + Mul: hard swish and squeeze-excitation
 one efficientnet_b0 13 64         # Sigmoid + Mul: SiLU; squeeze-excitation; depthwise
 one shufflenet_v2_x0_5 17 64 3    # channel shuffle, Slice; its batch of 2 baked in reshapes
+one shufflenet_v2_x0_5 13 64 3 1  # exported at batch 1 (baked in too), run at 3
 one mobilenet_v2 17 64            # Clip(0, 6) = relu6; depthwise; residual adds
 one squeezenet1_1 11 64           # Concat; the classifier a conv, pooled
 one convnext_tiny 11 64           # decomposed LayerNorm and GELU; Transpose; MatMul + Add
