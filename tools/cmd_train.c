@@ -331,26 +331,33 @@ int slim_cli_train(int argc, char **argv, int first, char **pre, int pre_n,
     slim_error e = {0};
     slim_train_result res;
     slim_status st = slim_train(c, &res, &e);
-    slim_dist_finalize(); /* across processes: the goodbye (skipped after a failure) */
     slim_cli_end_line();
     if (res.skipped)
         fprintf(stderr,
                 "skipped %lld damaged record%s (--on_error=skip; counted each time read), e.g. "
                 "%s\n",
                 (long long)res.skipped, res.skipped == 1 ? "" : "s", res.first_skip);
+    /* Across processes, the goodbye (skipped after a failure) comes after rank 0's
+     * last words: a rank that leaves with a signal's status makes mpirun kill the
+     * others, which must not cut rank 0's "stopped at step" line. */
+    int n_proc, stop = 128 + (slim_cli_stop ? slim_cli_stop : SIGINT);
     if (st) {
         slim_cli_error("train", e.msg);
+        slim_dist_finalize();
         return 1;
     }
-    int n_proc;
-    if (slim_dist_launcher_rank(&n_proc) > 0) /* rank 0 says how it went */
-        return res.interrupted ? 128 + (slim_cli_stop ? slim_cli_stop : SIGINT) : 0;
+    if (slim_dist_launcher_rank(&n_proc) > 0) { /* rank 0 says how it went */
+        slim_dist_finalize();
+        return res.interrupted ? stop : 0;
+    }
     if (res.interrupted) {
         fprintf(stderr, "stopped at step %lld; %s. Run the same command again to resume.\n",
                 (long long)res.global_step,
                 res.last_checkpoint[0] ? "checkpoint saved" : "no checkpoint");
-        return 128 + (slim_cli_stop ? slim_cli_stop : SIGINT);
+        slim_dist_finalize();
+        return stop;
     }
+    slim_dist_finalize();
     char d[32];
     slim_cli_duration(d, sizeof d, res.seconds);
     fprintf(stderr, "trained to step %lld in %s (%.0f images/s); final loss %.4f; checkpoint %s\n",
