@@ -9,6 +9,7 @@
  */
 #include "dsl/dsl.h"
 #include "tests/fuzz/fuzz.h"
+#include "tests/fuzz/fuzz_model.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -17,16 +18,7 @@ static slim_registry *reg;
 
 static int one(const uint8_t *data, size_t size)
 {
-    if (!reg) {
-        slim_error err;
-        if (slim_registry_new(&reg, &err) != SLIM_OK)
-            abort();
-        slim__dsl_limits = (dsl_limits){.max_param_elems = 1 << 16,
-                                        .max_total_elems = 1 << 20,
-                                        .max_layers = 2000,
-                                        .max_depth = 16,
-                                        .no_files = true};
-    }
+    fuzz_model_registry(&reg, 1 << 16, 1 << 20, 2000);
     static const char *const defines[] = {"dropout_keep_prob=0.5"};
     for (int training = 0; training < 2; training++) {
         slim_model_opts o = {

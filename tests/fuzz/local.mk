@@ -24,7 +24,7 @@ FUZZ_HARNESSES = \
 
 check_PROGRAMS += tests/fuzz/test_fuzz_replay
 TESTS += tests/fuzz/test_fuzz_replay
-tests_fuzz_test_fuzz_replay_SOURCES = tests/fuzz/replay.c tests/fuzz/fuzz.c tests/fuzz/fuzz.h \
+tests_fuzz_test_fuzz_replay_SOURCES = tests/fuzz/replay.c tests/fuzz/fuzz.c tests/fuzz/fuzz.h tests/fuzz/fuzz_model.h \
 	$(FUZZ_HARNESSES)
 tests_fuzz_test_fuzz_replay_LDADD = libslim_core.la
 EXTRA_DIST += tests/fuzz/README.md tests/fuzz/fuzz.sh tests/fuzz/build.mk tests/fuzz/dict tests/fuzz/regress

@@ -14,6 +14,7 @@
 #include "interop/onnx.h"
 #include "interop/onnx_build.h"
 #include "tests/fuzz/fuzz.h"
+#include "tests/fuzz/fuzz_model.h"
 
 #include <dirent.h>
 #include <stdlib.h>
@@ -58,16 +59,7 @@ static int zero_inputs(const Onnx__ModelProto *m, slim__ox_tensor *t, int n)
 
 static int one(const uint8_t *data, size_t size)
 {
-    if (!reg) {
-        slim_error err;
-        if (slim_registry_new(&reg, &err) != SLIM_OK)
-            abort();
-        slim__dsl_limits = (dsl_limits){.max_param_elems = 1 << 22,
-                                        .max_total_elems = 1 << 24,
-                                        .max_layers = 5000,
-                                        .max_depth = 16,
-                                        .no_files = true};
-    }
+    fuzz_model_registry(&reg, 1 << 22, 1 << 24, 5000);
     Onnx__ModelProto *m = NULL;
     slim_error err = {0};
     if (slim__ox_model_unpack("fuzz.onnx", data, size, &m, &err) != SLIM_OK) {

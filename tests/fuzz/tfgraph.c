@@ -16,6 +16,7 @@
 #include "interop/onnx.h"
 #include "interop/tf_graph.h"
 #include "tests/fuzz/fuzz.h"
+#include "tests/fuzz/fuzz_model.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -24,16 +25,7 @@ static slim_registry *reg;
 
 static int one(const uint8_t *data, size_t size)
 {
-    if (!reg) {
-        slim_error err;
-        if (slim_registry_new(&reg, &err) != SLIM_OK)
-            abort();
-        slim__dsl_limits = (dsl_limits){.max_param_elems = 1 << 22,
-                                        .max_total_elems = 1 << 24,
-                                        .max_layers = 5000,
-                                        .max_depth = 16,
-                                        .no_files = true};
-    }
+    fuzz_model_registry(&reg, 1 << 22, 1 << 24, 5000);
     if (size < 1)
         return 0;
     char note[200];
