@@ -9,6 +9,9 @@ bench_conv_bench_LDADD = libslim_core.la
 bench_train_step_SOURCES = bench/train_step.c
 bench_train_step_LDADD = libslim_core.la
 CLEANFILES += $(EXTRA_PROGRAMS)
+# A link with a delay for bench/mpi_netns.sh on kernels without netem.
+EXTRA_PROGRAMS += bench/delayline
+bench_delayline_SOURCES = bench/delayline.c
 EXTRA_DIST += bench/run.sh bench/README.md bench/benchutil.h bench/torch_anchor.py \
 	bench/fmnist_compare.sh bench/torch_fmnist.py bench/ab.sh
 

@@ -16,9 +16,12 @@
 # Links: host i has eth0 10.77.0.(i+1)/24 in namespace slimh<i>, its peer
 # slimv<i> on bridge slimbr (10.77.0.254, where mpirun listens). RATE shapes
 # both directions of every link with tbf (host egress and the bridge port's
-# egress); DELAY adds netem delay on both ends (each way), when the kernel
-# has netem (CONFIG_NET_SCH_NETEM) - otherwise the script says so and goes on
-# without it.
+# egress); DELAY adds netem delay on both ends (each way). A kernel without
+# netem (CONFIG_NET_SCH_NETEM) gets the delay from bench/delayline instead:
+# when `up` is given a DELAY there, each link is a pair of TAP devices joined
+# by a delayline process (delay each way, changed by `shape`; it copies up to
+# about 3 Gbit/s, so use it for the 1 Gbit/s links). SLIM_NETNS_LINK=veth or
+# =delayline forces the kind of link.
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 prefix=slimh
@@ -26,6 +29,16 @@ bridge=slimbr
 [ "$(id -u)" -eq 0 ] || { echo "mpi_netns.sh: needs root (ip netns, tc)" >&2; exit 1; }
 command -v ip > /dev/null && command -v tc > /dev/null || {
     echo "mpi_netns.sh: needs ip and tc (apt-get install iproute2)" >&2; exit 1; }
+
+# the delay line: built by `make bench/delayline` (or found beside this script)
+delayline=${SLIM_DELAYLINE:-$here/delayline}
+[ -x "$delayline" ] || [ ! -x "$here/../bench/delayline" ] || delayline=$here/../bench/delayline
+dlfile=/run/slim-netns.delay
+
+to_us() { # 0.5ms / 500us / 1s -> microseconds
+    echo "${1:-0}" | awk '{v=$1+0; u=tolower($1); sub(/^[0-9.]+/, "", u)
+        m = u=="s"?1e6 : u=="ms"?1e3 : u=="us"?1 : 1e3; printf "%d", v*m}'
+}
 
 hosts() { ip netns list | awk -v p="$prefix" '$1 ~ "^"p"[0-9]+$" {print $1}' | sort -V; }
 
@@ -37,7 +50,7 @@ shape_dev() { # NS|"" DEV RATE DELAY
     bps=$(echo "$rate" | awk '{v=$1+0; u=tolower($1); sub(/^[0-9.]+/, "", u)
         m = u=="gbit"?1e9 : u=="mbit"?1e6 : u=="kbit"?1e3 : 1; print v*m}')
     burst=$(awk -v b="$bps" 'BEGIN {x = b / 8 * 0.002; if (x < 65536) x = 65536; printf "%d", x}')
-    if [ -n "$delay" ] && [ "$delay" != 0 ] && [ "$netem" = yes ]; then
+    if [ -n "$delay" ] && [ "$delay" != 0 ] && [ "$netem" = yes ] && [ ! -f "$dlfile" ]; then
         run tc qdisc add dev "$dev" root handle 1: netem delay "$delay" limit 100000
         run tc qdisc add dev "$dev" parent 1:1 handle 10: tbf rate "$rate" burst "$burst" \
             latency 20ms
@@ -54,9 +67,13 @@ have_netem() {
 
 shape_all() { # RATE DELAY
     netem=$(have_netem)
-    if [ -n "$2" ] && [ "$2" != 0 ] && [ "$netem" = no ]; then
-        echo "mpi_netns.sh: this kernel has no netem (CONFIG_NET_SCH_NETEM): links get the" \
-            "rate ($1) but not the delay ($2)" >&2
+    if [ -f "$dlfile" ]; then
+        to_us "$2" > "$dlfile"
+        for p in /run/slim-netns.dl*.pid; do kill -HUP "$(cat "$p")"; done
+    elif [ -n "$2" ] && [ "$2" != 0 ] && [ "$netem" = no ]; then
+        echo "mpi_netns.sh: this kernel has no netem (CONFIG_NET_SCH_NETEM) and the links" \
+            "are veth: they get the rate ($1) but not the delay ($2); bring them up with" \
+            "a delay (down, then up N RATE DELAY) to use bench/delayline" >&2
     fi
     for h in $(hosts); do
         i=${h#"$prefix"}
@@ -70,6 +87,16 @@ case ${1:-} in
 up)
     n=${2:-2} rate=${3:-10gbit} delay=${4:-}
     [ -z "$(hosts)" ] || { echo "mpi_netns.sh: already up (down first)" >&2; exit 1; }
+    link=${SLIM_NETNS_LINK:-}
+    if [ -z "$link" ]; then
+        link=veth
+        [ -n "$delay" ] && [ "$delay" != 0 ] && [ "$(have_netem)" = no ] && link=delayline
+    fi
+    if [ "$link" = delayline ]; then
+        [ -x "$delayline" ] || { echo "mpi_netns.sh: no $delayline (make bench/delayline)" >&2
+            exit 1; }
+        to_us "$delay" > "$dlfile"
+    fi
     ip link add "$bridge" type bridge
     ip addr add 10.77.0.254/24 dev "$bridge"
     ip link set "$bridge" up
@@ -77,7 +104,19 @@ up)
     while [ $i -lt "$n" ]; do
         h=$prefix$i
         ip netns add "$h"
-        ip link add "slimv$i" type veth peer name eth0 netns "$h"
+        if [ "$link" = delayline ]; then
+            setsid "$delayline" "$h" eth0 "slimv$i" "$dlfile" \
+                < /dev/null > /dev/null 2>> "/run/slim-netns.dl$i.log" &
+            echo $! > "/run/slim-netns.dl$i.pid"
+            t=0 # the devices appear once it runs
+            until ip link show "slimv$i" > /dev/null 2>&1; do
+                t=$((t + 1)); [ $t -lt 50 ] || { echo "mpi_netns.sh: delayline failed:" \
+                    "$(cat "/run/slim-netns.dl$i.log")" >&2; exit 1; }
+                sleep 0.1
+            done
+        else
+            ip link add "slimv$i" type veth peer name eth0 netns "$h"
+        fi
         ip link set "slimv$i" master "$bridge" up
         ip netns exec "$h" ip addr add "10.77.0.$((i + 1))/24" dev eth0
         ip netns exec "$h" ip link set eth0 up
@@ -85,7 +124,7 @@ up)
         i=$((i + 1))
     done
     shape_all "$rate" "$delay"
-    echo "up: $n hosts ($(hosts | tr '\n' ' ')), links $rate${delay:+, delay $delay each way}"
+    echo "up: $n hosts ($(hosts | tr '\n' ' ')), $link links $rate${delay:+, delay $delay each way}"
     ;;
 shape)
     shape_all "${2:?rate}" "${3:-}"
@@ -119,17 +158,22 @@ down)
         ip link del "slimv${h#"$prefix"}" 2> /dev/null || true
         ip netns del "$h"
     done
+    for p in /run/slim-netns.dl*.pid; do
+        [ -f "$p" ] && kill "$(cat "$p")" 2> /dev/null || true
+        rm -f "$p"
+    done
     ip link del "$bridge" 2> /dev/null || true
-    rm -f /run/slim-netns.shape
+    rm -f /run/slim-netns.shape "$dlfile" /run/slim-netns.dl*.log
     echo down
     ;;
 status)
     hosts
     [ -f /run/slim-netns.shape ] && echo "shape: $(cat /run/slim-netns.shape)"
+    [ -f "$dlfile" ] && echo "delay lines: $(cat "$dlfile") us each way"
     for h in $(hosts); do ip netns exec "$h" tc qdisc show dev eth0; done
     ;;
 *)
-    sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,/^set -eu/p' "$0" | sed '$d; s/^# \{0,1\}//'
     exit 2
     ;;
 esac

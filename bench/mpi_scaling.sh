@@ -16,7 +16,8 @@
 #      --shm_buckets="2 8 32": the bucket size, 2 processes on this machine.
 #   2. "several machines" (root: bench/mpi_netns.sh): 2 hosts in network
 #      namespaces, TCP over veth links shaped with tbf to 10 Gbit/s and to 1
-#      Gbit/s (this kernel has no netem: no added delay); per step: the wall
+#      Gbit/s; --links="1gbit:0.25ms" adds a delay each way on each link
+#      (netem, or bench/delayline where the kernel has none); per step: the wall
 #      step time, the gradient allreduce time on the wire, what the training
 #      thread waited of it (the rest hid behind backward), with and without
 #      overlap; rank 0's trace of the 1 Gbit/s run with overlap.
@@ -29,7 +30,7 @@
 #
 # bench/mpi_scaling.sh [--models="resnet_v1_50 mobilenet_v2"] [--batch=8]
 #                      [--steps=5] [--warmup=3] [--pairs=3] [--quick] [--no-netns]
-#                      [--links="10gbit 1gbit"] [--buckets="2 8 32"] [--batch_scale=1,4]
+#                      [--links="10gbit 1gbit 1gbit:0.25ms"] [--buckets="2 8 32"] [--batch_scale=1,4]
 #                      [--shm_buckets="2 8 32"] [--bucket_rounds=1] [--ns_models=MODELS]
 #                      [--tc="MODEL:SECONDS ..."]
 #                      [--latency10=50e-6] [--latency1=500e-6]
@@ -289,7 +290,7 @@ fi
 if [ $netns = yes ]; then
     {
         echo
-        echo "## 2. Two hosts (network namespaces, TCP over veth), shaped links"
+        echo "## 2. Two hosts (network namespaces, TCP over veth or delay lines), shaped links"
         echo
         echo "Per step, means: wall step time; the gradient allreduce on the wire; what the training"
         echo "thread waited of it (the rest hid behind backward); CPU seconds of each process."
@@ -297,11 +298,12 @@ if [ $netns = yes ]; then
         echo "| model | link | overlap | step s | allreduce s/step | waited s/step | hidden | cpu s/step | load |"
         echo "|---|---|---|---|---|---|---|---|---|"
     } >> "$out"
-    "$here/mpi_netns.sh" down > /dev/null 2>&1 || true
-    "$here/mpi_netns.sh" up 2 10gbit > "$T/netns.log" 2>&1
     netns_up=yes
-    for link in $links; do
-        "$here/mpi_netns.sh" shape $link >> "$T/netns.log" 2>&1
+    for link in $links; do # RATE or RATE:DELAY (each way on each link)
+        delay=
+        case $link in *:*) delay=${link#*:} ;; esac
+        "$here/mpi_netns.sh" down > /dev/null 2>&1 || true
+        "$here/mpi_netns.sh" up 2 "${link%%:*}" $delay >> "$T/netns.log" 2>&1
         for m in $ns_models; do
             for ov in on off; do
                 l0=$(load)
@@ -334,12 +336,13 @@ if [ $netns = yes ]; then
             echo "| bucket MB | buckets | step s | allreduce s/step | waited s/step | hidden % | comm wait % | load |"
             echo "|---|---|---|---|---|---|---|---|"
         } >> "$out"
-        "$here/mpi_netns.sh" shape 1gbit >> "$T/netns.log" 2>&1
+        "$here/mpi_netns.sh" down > /dev/null 2>&1 || true
+        "$here/mpi_netns.sh" up 2 1gbit >> "$T/netns.log" 2>&1
         sweep ns_row "$buckets" "$T/bsweep.txt"
         sweep_table "$T/bsweep.txt" "$buckets" >> "$out"
     fi
     echo >> "$out"
-    echo "links: $(grep -h "links\|netem" "$T/netns.log" | tr '\n' ' ')" >> "$out"
+    echo "links: $(grep -h "links\|netem\|delay" "$T/netns.log" | tr '\n' ' ')" >> "$out"
 
     # ---- 3. on paper ------------------------------------------------------------------
     {
