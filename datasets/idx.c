@@ -70,13 +70,16 @@ slim_status slim_idx_read(const char *path, slim_idx *out, slim_error *err)
         out->dtype = SLIM_U8;
     }
     /* The sizes are only a claim until the data is there: the buffer grows
-     * with what is read (a 20-byte file may claim a terabyte). */
+     * with what is read (a 20-byte file may claim a terabyte), from 64 KB,
+     * doubling, then by 64 MB at a time. */
     size_t have = 0, cap = 0, off = 4 + 4 * (size_t)magic[3];
-    while (st == SLIM_OK && (have < total || !out->data)) {
-        size_t want = total - have < ((size_t)64 << 20) ? total : have + ((size_t)64 << 20);
-        if (want > cap) {
-            size_t c = want > 2 * cap ? want : 2 * cap < total ? 2 * cap : total;
-            uint8_t *b = realloc(out->data, c ? c : 1);
+    while (st == SLIM_OK && have < total) {
+        if (have == cap) {
+            size_t c = cap ? cap + (cap < ((size_t)64 << 20) ? cap : ((size_t)64 << 20))
+                           : ((size_t)64 << 10);
+            if (c > total)
+                c = total;
+            uint8_t *b = realloc(out->data, c);
             if (!b) {
                 st = slim__error(err, SLIM_ENOMEM, "%s: cannot allocate %zu bytes", path, c);
                 break;
@@ -84,7 +87,7 @@ slim_status slim_idx_read(const char *path, slim_idx *out, slim_error *err)
             out->data = b;
             cap = c;
         }
-        size_t n = (cap < total ? cap : total) - have;
+        size_t n = cap - have;
         st = read_exact(f, out->data + have, n, path, off + have, "data", err);
         have += n;
     }
