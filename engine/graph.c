@@ -106,8 +106,11 @@ static slim_status new_tensor(slim_graph *g, const char *name, slim_tensor_desc 
     return SLIM_OK;
 }
 
-static slim_status check_shape(const slim_shape *s, const char *what, const char *name,
-                               slim_error *err)
+/* A shape for an input or parameter: rank in range, positive dimensions,
+ * and an element count whose bytes (elem_size each) fit int64, so that
+ * nothing downstream (numel, byte sizes, the memory plan) overflows. */
+static slim_status check_shape(const slim_shape *s, size_t elem_size, const char *what,
+                               const char *name, slim_error *err)
 {
     if (!s || s->rank < 0 || s->rank > SLIM_MAX_DIMS)
         return slim__error(err, SLIM_EINVAL, "%s '%s': rank must be 0..%d", what, name,
@@ -116,6 +119,15 @@ static slim_status check_shape(const slim_shape *s, const char *what, const char
         if (s->dim[i] <= 0)
             return slim__error(err, SLIM_ESHAPE, "%s '%s': dimension %d is %lld, must be positive",
                                what, name, i, (long long)s->dim[i]);
+    int64_t bytes = (int64_t)(elem_size ? elem_size : 1);
+    for (int i = 0; i < s->rank; i++)
+        if (__builtin_mul_overflow(bytes, s->dim[i], &bytes)) {
+            char b[160];
+            return slim__error(err, SLIM_ESHAPE,
+                               "%s '%s': shape %s is too large (its size in bytes overflows "
+                               "a 64-bit integer)",
+                               what, name, slim__shape_str(s, b, sizeof b));
+        }
     return SLIM_OK;
 }
 
@@ -124,7 +136,7 @@ slim_status slim_graph_input(slim_graph *g, const char *name, slim_dtype dtype,
 {
     slim_status st = check_name(g, name, err);
     if (st == SLIM_OK)
-        st = check_shape(shape, "input", name, err);
+        st = check_shape(shape, slim_dtype_size(dtype), "input", name, err);
     if (st == SLIM_OK && !slim_dtype_size(dtype))
         st = slim__error(err, SLIM_EINVAL, "input '%s': unknown dtype %d", name, (int)dtype);
     if (st != SLIM_OK)
@@ -139,7 +151,7 @@ slim_status slim_graph_param(slim_graph *g, const char *name, const slim_shape *
 {
     slim_status st = check_name(g, name, err);
     if (st == SLIM_OK)
-        st = check_shape(shape, "parameter", name, err);
+        st = check_shape(shape, sizeof(float), "parameter", name, err);
     if (st != SLIM_OK)
         return st;
     if (!grow((void **)&g->params, &g->cap_params, g->n_params, sizeof *g->params) ||

@@ -308,6 +308,28 @@ static void errors(void)
     slim_attrs_free(a);
     st = slim_graph_add(g, "relu", "x", &x, 1, NULL, &y, 1, NULL, &err);
     harness_ok(st == SLIM_EEXIST, "a duplicate name is refused: %s", err.msg);
+    /* Shapes whose size overflows int64 (the element count, or its bytes). */
+    slim_tid big;
+    slim_shape huge = {2, {(int64_t)1 << 62, 4}};
+    st = slim_graph_input(g, "huge_in", SLIM_F32, &huge, &big, &err);
+    harness_ok(st == SLIM_ESHAPE && strstr(err.msg, "input 'huge_in'") &&
+                   strstr(err.msg, "(4611686018427387904,4)") && strstr(err.msg, "too large"),
+               "an input whose element count overflows int64 is refused: %s", err.msg);
+    slim_shape bytes = {3, {(int64_t)1 << 30, (int64_t)1 << 30, 4}};
+    st = slim_graph_input(g, "wide_in", SLIM_F32, &bytes, &big, &err);
+    harness_ok(st == SLIM_ESHAPE && strstr(err.msg, "input 'wide_in'") &&
+                   strstr(err.msg, "too large"),
+               "an input of 2^62 floats (2^64 bytes) is refused: %s", err.msg);
+    slim_shape hp = {4, {3, 3, (int64_t)1 << 31, (int64_t)1 << 31}};
+    st =
+        slim_graph_param(g, "huge_w", &hp, &(slim_init){.kind = SLIM_INIT_ZEROS}, NULL, &big, &err);
+    harness_ok(st == SLIM_ESHAPE && strstr(err.msg, "parameter 'huge_w'") &&
+                   strstr(err.msg, "(3,3,2147483648,2147483648)") && strstr(err.msg, "too large"),
+               "a parameter whose element count overflows int64 is refused: %s", err.msg);
+    slim_tid found;
+    harness_ok(slim_graph_find(g, "huge_in", &found) != SLIM_OK &&
+                   slim_graph_find(g, "huge_w", &found) != SLIM_OK,
+               "a refused input or parameter is not added to the graph");
     slim_tid r = add1(g, "relu", "r", &x, 1, NULL);
     st = slim_graph_set_loss(g, r, &err);
     harness_ok(st == SLIM_ESHAPE && strstr(err.msg, "scalar"), "a non-scalar loss is refused: %s",
