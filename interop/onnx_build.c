@@ -395,9 +395,18 @@ const char *ox_value_base(ox_builder *b, const char *value_name)
         value_name += rl + 1;
     snprintf(buf, sizeof buf, "%s", value_name);
     /* PyTorch's parameter suffixes, and slim's (what the layer adds back) */
-    static const char *const suffixes[] = {
-        ".weight", ".bias", ".running_mean", ".running_var",     "/weights",          "/biases",
-        "/gamma",  "/beta", "/moving_mean",  "/moving_variance", "/depthwise_weights"};
+    static const char *const suffixes[] = {".weight",
+                                           ".bias",
+                                           ".running_mean",
+                                           ".running_var",
+                                           "/weights",
+                                           "/biases",
+                                           "/gamma",
+                                           "/beta",
+                                           "/moving_mean",
+                                           "/moving_variance",
+                                           "/depthwise_weights",
+                                           "/pointwise_weights"};
     size_t len = strlen(buf);
     for (size_t i = 0; i < sizeof suffixes / sizeof *suffixes; i++) {
         size_t sl = strlen(suffixes[i]);
@@ -642,8 +651,9 @@ slim_status ox_layer_op(ox_builder *b, ox_layer *l, const slim_tid *in, slim_tid
 static slim_status param(ox_builder *b, const ox_layer *l, const char *suffix,
                          const slim_shape *shape, const float *data, bool trainable, slim_tid *out)
 {
-    const char *nm = full_name(b, l->name, suffix);
-    if (!nm || (suffix && !take_name(b, ox_printf(b, "%s/%s", l->name, suffix))))
+    const char *scope = l->scope ? l->scope : l->name;
+    const char *nm = full_name(b, scope, suffix);
+    if (!nm || (suffix && !take_name(b, ox_printf(b, "%s/%s", scope, suffix))))
         return ox_oom(b);
     return add_feed(b, nm, true, trainable, SLIM_F32, shape, data, out);
 }
@@ -664,7 +674,8 @@ slim_status ox_layer_params(ox_builder *b, ox_layer *l, slim_tid x, const float 
         int64_t cg = xd.shape.rank == 4 ? xd.shape.dim[3] / l->groups : 0;
         slim_shape ws = slim_shape_make(4, (int64_t[]){l->k[0], l->k[1], cg, l->cout});
         slim_shape bs = slim_shape_make(1, &l->cout);
-        st = param(b, l, "weights", &ws, w[0], true, &in[1]);
+        static const char *const wn[3] = {"weights", "depthwise_weights", "pointwise_weights"};
+        st = param(b, l, wn[l->sep], &ws, w[0], true, &in[1]);
         if (st == SLIM_OK && l->bias)
             st = param(b, l, "biases", &bs, w[1], true, &in[2]);
         n_in = l->bias ? 3 : 2;

@@ -90,6 +90,18 @@ typedef struct ox_layer {
     /* OXL_CONV / OXL_FC / OXL_BN */
     int64_t k[2], s[2], d[2], pads[4], groups, cout;
     bool bias;
+    /* OXL_CONV from slim's own export: SEP_DW, a depthwise conv whose weights
+     * are scope/depthwise_weights (a separable_conv2d without num_outputs, or
+     * with dw_of: the depthwise half of one); SEP_PW, the 1x1 half, whose
+     * weights are scope/pointwise_weights and whose input is layer dw (one
+     * separable_conv2d layer in the model file, as the DSL builds it) */
+    enum { SEP_NONE = 0, SEP_DW, SEP_PW } sep;
+    const char *scope; /* the parameters' scope when not the name (SEP_DW with a 1x1 half) */
+    int dw;            /* SEP_PW: the depthwise layer */
+    bool dw_of;        /* SEP_DW: its 1x1 half follows */
+    /* OXL_BN: a constant scale of ones / shift of zeros (TF-Slim's scale: false,
+     * center: false), not parameters */
+    bool no_scale, no_center;
     double eps, decay;
     bool train_bn; /* conformance: an ONNX training-mode batch norm (biased variance) */
     /* OXL_VAR */

@@ -126,6 +126,64 @@ static slim_status host_f32(ox_builder *b, const ox_value *v, const char *what)
     return SLIM_OK;
 }
 
+/* Whether v holds f everywhere and is no parameter: a constant with an
+ * exporter's made-up name, or one of slim's (slim_const/ones_64, what slim's
+ * export writes for a batch norm without scale or center). */
+static bool constant_fill(ox_builder *b, const ox_value *v, float f)
+{
+    if (v->kind != OX_HOST || !v->host.f ||
+        (strncmp(v->name, "slim_const/", 11) != 0 && ox_value_base(b, v->name) != NULL))
+        return false;
+    for (int64_t i = 0; i < v->host.numel; i++)
+        if (v->host.f[i] != f)
+            return false;
+    return true;
+}
+
+static bool ends_with(const char *s, const char *suffix)
+{
+    size_t n = s ? strlen(s) : 0, k = strlen(suffix);
+    return n > k && !strcmp(s + n - k, suffix);
+}
+
+/* Whether node n, a depthwise Conv of slim's export with weights dw_name
+ * (SCOPE/depthwise_weights), is the depthwise half of a separable_conv2d:
+ * its only reader is a 1x1 Conv (stride 1, no padding, one group) of
+ * weights SCOPE/pointwise_weights. */
+static bool pointwise_follows(ox_builder *b, const Onnx__NodeProto *n, const char *dw_name)
+{
+    int k = ox_sole_consumer(b, n->output[0]);
+    if (k < 0)
+        return false;
+    const Onnx__NodeProto *c = b->model->graph->node[k];
+    size_t pre = strlen(dw_name) - strlen("depthwise_weights");
+    const char *wn = c->n_input >= 2 ? c->input[1] : NULL;
+    bool onnx_domain = !c->domain || !c->domain[0] || !strcmp(c->domain, "ai.onnx");
+    if (!onnx_domain || strcmp(c->op_type, "Conv") != 0 || !c->input[0] ||
+        strcmp(c->input[0], n->output[0]) || !wn || strncmp(wn, dw_name, pre) != 0 ||
+        strcmp(wn + pre, "pointwise_weights") != 0)
+        return false;
+    const ox_value *w = ox_find(b, wn);
+    if (!w || !w->initializer || w->kind != OX_HOST || w->host.rank != 4 || w->host.dim[2] != 1 ||
+        w->host.dim[3] != 1 || slim__ox_attr_int(c, "group", 1) != 1 ||
+        slim__ox_attr(c, "auto_pad"))
+        return false;
+    int64_t v[4];
+    int m = slim__ox_attr_ints(c, "strides", v, 4);
+    for (int i = 0; i < m && m <= 4; i++)
+        if (v[i] != 1)
+            return false;
+    m = slim__ox_attr_ints(c, "dilations", v, 4);
+    for (int i = 0; i < m && m <= 4; i++)
+        if (v[i] != 1)
+            return false;
+    m = slim__ox_attr_ints(c, "pads", v, 4);
+    for (int i = 0; i < m && m <= 4; i++)
+        if (v[i] != 0)
+            return false;
+    return m <= 4;
+}
+
 slim_status ox_map_conv(ox_builder *b, const Onnx__NodeProto *n)
 {
     ox_value *xv, *w, *bias = NULL;
@@ -166,12 +224,42 @@ slim_status ox_map_conv(ox_builder *b, const Onnx__NodeProto *n)
         for (int64_t c = 0; c < CG; c++)
             for (int64_t s = 0; s < S; s++)
                 hwio[(s * CG + c) * O + o] = wt->f[(o * CG + c) * S + s];
+    /* slim's separable_conv2d, by its parameters' names (see ox_layer.sep) */
+    int sep = SEP_NONE, dw = -1;
+    const char *name = NULL, *scope = NULL;
+    bool dw_of = false;
+    if (b->o->model && xr == 4 && w->initializer && CG == 1 && groups == xd[1] &&
+        ends_with(w->name, "/depthwise_weights")) {
+        sep = SEP_DW;
+        const char *base =
+            !bias && pointwise_follows(b, n, w->name) ? ox_value_base(b, w->name) : NULL;
+        dw_of = base != NULL;
+        if (dw_of) { /* the layer SCOPE/depthwise; SCOPE is the 1x1 half's */
+            scope = ox_unique(b, base);
+            const char *dn = scope ? ox_printf(b, "%s/depthwise", scope) : NULL;
+            name = dn ? ox_unique(b, dn) : NULL;
+            if (!name) {
+                free(hwio);
+                return ox_oom(b);
+            }
+        }
+    } else if (b->o->model && xr == 4 && xl >= 0 && xl < b->n_layers &&
+               b->layers[xl].kind == OXL_CONV && b->layers[xl].dw_of &&
+               ends_with(w->name, "/pointwise_weights")) {
+        sep = SEP_PW; /* pointwise_follows() checked it */
+        dw = xl;
+        name = b->layers[xl].scope;
+    }
     const ox_value *names[2] = {w, bias};
-    ox_layer *l = ox_layer_new(b, OXL_CONV, "conv2d", weights_name(b, names, 2));
+    ox_layer *l = ox_layer_new(b, OXL_CONV, "conv2d", name ? name : weights_name(b, names, 2));
     if (!l) {
         free(hwio);
         return ox_oom(b);
     }
+    l->sep = sep;
+    l->scope = scope;
+    l->dw = dw;
+    l->dw_of = dw_of;
     int li = b->n_layers - 1;
     memcpy(l->k, g.k, sizeof g.k);
     memcpy(l->s, g.s, sizeof g.s);
@@ -298,10 +386,15 @@ slim_status ox_map_batchnorm(ox_builder *b, const Onnx__NodeProto *n)
     int xl;
     if ((st = ox_value_in(b, &b->vals[xvi], &l, &x, &xl)) != SLIM_OK)
         return st;
-    const ox_value *names[4] = {p[0], p[1], p[2], p[3]};
+    /* named after its parameters, not after a constant standing for an absent one */
+    bool no_scale = b->o->model && constant_fill(b, p[0], 1.0f);
+    bool no_center = b->o->model && constant_fill(b, p[1], 0.0f);
+    const ox_value *names[4] = {no_scale ? NULL : p[0], no_center ? NULL : p[1], p[2], p[3]};
     ox_layer *ly = ox_layer_new(b, OXL_BN, "batch_norm", weights_name(b, names, 4));
     if (!ly)
         return ox_oom(b);
+    ly->no_scale = no_scale;
+    ly->no_center = no_center;
     int li = b->n_layers - 1;
     ly->n_in = 1;
     ly->in[0] = xl;

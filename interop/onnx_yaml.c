@@ -8,7 +8,8 @@
  * says inputs:. An activation that only follows one conv2d,
  * fully_connected or batch_norm layer is written as that layer's
  * activation: (the graph is the same: the DSL adds it as its own node, or
- * fuses relu into the batch norm, as the compiler would).
+ * fuses relu into the batch norm, as the compiler would). Convolutions slim's
+ * export wrote from a separable_conv2d (ox_layer.sep) are one again.
  */
 #include "interop/onnx_build.h"
 
@@ -139,7 +140,7 @@ static int class_layer(const ox_builder *b)
 static void put_layer(buf *o, const ox_builder *b, int i, int prev)
 {
     const ox_layer *l = &b->layers[i];
-    const char *kind = l->kind == OXL_CONV  ? "conv2d"
+    const char *kind = l->kind == OXL_CONV  ? (l->sep ? "separable_conv2d" : "conv2d")
                        : l->kind == OXL_FC  ? "fully_connected"
                        : l->kind == OXL_BN  ? "batch_norm"
                        : l->kind == OXL_LN  ? "layer_norm"
@@ -147,37 +148,43 @@ static void put_layer(buf *o, const ox_builder *b, int i, int prev)
                                             : l->op;
     char f1[40], f2[40];
     put(o, "  - %s: {name: %s", kind, l->name);
-    bool explicit = l->n_in != 1 || target(b, l->in[0]) != prev;
+    /* a separable_conv2d's 1x1 half takes the depthwise half's input, and its geometry */
+    const ox_layer *in = l->sep == SEP_PW ? &b->layers[l->dw] : l, *g = in;
+    bool explicit = in->n_in != 1 || target(b, in->in[0]) != prev;
     if (l->kind != OXL_VAR && explicit) {
         put(o, ", inputs: ");
-        if (l->n_in != 1)
+        if (in->n_in != 1)
             put(o, "[");
-        for (int k = 0; k < l->n_in; k++) {
-            int t = target(b, l->in[k]);
+        for (int k = 0; k < in->n_in; k++) {
+            int t = target(b, in->in[k]);
             put(o, "%s%s", k ? ", " : "", t < 0 ? "images" : b->layers[t].name);
         }
-        if (l->n_in != 1)
+        if (in->n_in != 1)
             put(o, "]");
     }
     switch (l->kind) {
     case OXL_CONV: {
-        if (i == class_layer(b))
+        if (l->sep == SEP_DW) /* no num_outputs: depthwise only */
+            ;
+        else if (i == class_layer(b))
             put(o, ", num_outputs: $num_classes");
         else
             put(o, ", num_outputs: %lld", (long long)l->cout);
-        put_pair(o, "kernel_size", l->k);
-        if (l->s[0] != 1 || l->s[1] != 1)
-            put_pair(o, "stride", l->s);
-        if (l->d[0] != 1 || l->d[1] != 1)
-            put_pair(o, "rate", l->d);
-        bool zero = !l->pads[0] && !l->pads[1] && !l->pads[2] && !l->pads[3];
+        put_pair(o, "kernel_size", g->k);
+        if (l->sep && g->cout != g->groups) /* the depthwise half: groups = channels */
+            put(o, ", depth_multiplier: %lld", (long long)(g->cout / g->groups));
+        if (g->s[0] != 1 || g->s[1] != 1)
+            put_pair(o, "stride", g->s);
+        if (g->d[0] != 1 || g->d[1] != 1)
+            put_pair(o, "rate", g->d);
+        bool zero = !g->pads[0] && !g->pads[1] && !g->pads[2] && !g->pads[3];
         if (zero) {
             put(o, ", padding: VALID");
         } else {
             put(o, ", padding: ");
-            put_ints(o, l->pads, 4);
+            put_ints(o, g->pads, 4);
         }
-        if (l->groups != 1)
+        if (l->groups != 1 && !l->sep)
             put(o, ", groups: %lld", (long long)l->groups);
         if (!l->bias)
             put(o, ", biases: none");
@@ -194,8 +201,10 @@ static void put_layer(buf *o, const ox_builder *b, int i, int prev)
         put(o, ", activation: %s", l->activation ? l->activation : "none");
         break;
     case OXL_BN:
-        put(o, ", decay: %s, epsilon: %s, scale: true", ox_fmt_float(f1, sizeof f1, l->decay),
-            ox_fmt_float(f2, sizeof f2, l->eps));
+        put(o, ", decay: %s, epsilon: %s, scale: %s", ox_fmt_float(f1, sizeof f1, l->decay),
+            ox_fmt_float(f2, sizeof f2, l->eps), l->no_scale ? "false" : "true");
+        if (l->no_center)
+            put(o, ", center: false");
         if (l->activation)
             put(o, ", activation: %s", l->activation);
         break;
@@ -230,6 +239,20 @@ slim_status slim__onnx_yaml(const slim__onnx_importer *imp, const char *source, 
         const ox_layer *l = &b->layers[i];
         if (l->kind == OXL_BN && l->train_bn)
             return slim__error(err, SLIM_EUNSUPPORTED, "a training-mode batch norm");
+    }
+    /* a separable_conv2d is one layer: its depthwise half goes into its 1x1 half */
+    for (int i = 0; i < b->n_layers; i++) {
+        ox_layer *l = &b->layers[i];
+        if (l->sep == SEP_PW)
+            b->layers[l->dw].folded_into = i;
+    }
+    for (int i = 0; i < b->n_layers; i++) {
+        const ox_layer *l = &b->layers[i];
+        if (l->dw_of && (l->folded_into < 0 || b->layers[l->folded_into].dw != i))
+            return slim__error(err, SLIM_EUNSUPPORTED,
+                               "the depthwise convolution '%s' is read by the 1x1 one of its "
+                               "pointwise_weights, which did not import as its second half",
+                               l->name);
     }
     fold_activations(b);
     buf o = {0};

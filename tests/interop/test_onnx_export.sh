@@ -86,6 +86,32 @@ round_trip() {
         '$FIX' compare '$md/rt-$2.npy' '$md/ref.npy' 1e-4"
 }
 
+# $T/names.sh MODEL TAG: the parameter names of $T/MODEL's checkpoint (names.a) and of
+# its import rt-TAG's (names.b)
+cat > "$T/names.sh" << EOF
+"$SLIMRUN" ckpt ls "$T/\$1" | awk 'NR > 2 {print \$1}' | sort > "$T/names.a" &&
+    "$SLIMRUN" ckpt ls "$T/\$1/rt-\$2" | awk 'NR > 2 {print \$1}' | sort > "$T/names.b"
+EOF
+
+# same_names MODEL TAG COUNT: exported with its batch norms kept, the import has the
+# original's COUNT parameter names (depthwise_weights, gamma, moving_mean ... included)
+same_names() {
+    check "$1 $2: imported back, the checkpoint has the original's $3 parameter names" sh -c "
+        sh '$T/names.sh' $1 $2 && test \$(wc -l < '$T/names.a') -eq $3 &&
+        diff '$T/names.a' '$T/names.b'"
+}
+
+# folded_names MODEL TAG: exported with its batch norms folded, the import has the
+# original's names but the batch norms' (and the constants standing in for absent
+# scales), and LAYER/biases for each LAYER/BatchNorm folded into LAYER
+folded_names() {
+    check "$1 $2: imported back, folded batch norms are LAYER/biases, the rest keep names" sh -c "
+        sh '$T/names.sh' $1 $2 &&
+        { grep -v -e /BatchNorm/ -e '^slim_const/' '$T/names.a';
+          sed -n 's|/BatchNorm/moving_mean\$|/biases|p' '$T/names.a'; } | sort > '$T/names.e' &&
+        grep -q /BatchNorm/ '$T/names.a' && diff '$T/names.e' '$T/names.b'"
+}
+
 # has FILE.onnx OP COUNT: the file has COUNT nodes of type OP (0: none)
 has() {
     "$FIX" ops "$1" > "$T/ops.txt" || return 1
@@ -128,13 +154,20 @@ zoo mobilenet_v1 128 3
 export_ort mobilenet_v1 128 dyn
 check "mobilenet_v1: every batch norm folded" has "$T/mobilenet_v1/dyn.onnx" BatchNormalization 0
 round_trip mobilenet_v1 dyn x
+folded_names mobilenet_v1 dyn
 export_ort mobilenet_v1 128 kept --nofold_batch_norm --opset=21
 check "mobilenet_v1: --nofold_batch_norm keeps 27 BatchNormalization nodes" \
     has "$T/mobilenet_v1/kept.onnx" BatchNormalization 27
+round_trip mobilenet_v1 kept x
+same_names mobilenet_v1 kept 137
 zoo mobilenet_v2 96 3
 export_ort mobilenet_v2 96 nchw --input_layout=NCHW
 check "mobilenet_v2: an NCHW input needs no Transpose" has "$T/mobilenet_v2/nchw.onnx" Transpose 0
 round_trip mobilenet_v2 nchw
+folded_names mobilenet_v2 nchw
+export_ort mobilenet_v2 96 kept --nofold_batch_norm --input_layout=NCHW
+round_trip mobilenet_v2 kept
+same_names mobilenet_v2 kept 262
 
 # ResNets: v1's bottlenecks; v2's pre-activation batch norms stay BatchNormalization
 zoo resnet_v1_50 64 3
@@ -143,19 +176,21 @@ export_ort resnet_v1_50 64 dyn
 # strips slim's suffixes (.../weights is the layer ..., not .../weights/weights)
 export_ort resnet_v1_50 64 kept --nofold_batch_norm --input_layout=NCHW
 round_trip resnet_v1_50 kept
-check "resnet_v1_50 kept: imported back, the checkpoint has the original's 267 names" sh -c "
-    '$SLIMRUN' ckpt ls '$T/resnet_v1_50' | awk 'NR > 2 {print \$1}' | sort > '$T/names.a' &&
-    '$SLIMRUN' ckpt ls '$T/resnet_v1_50/rt-kept' | awk 'NR > 2 {print \$1}' | sort > '$T/names.b' &&
-    test \$(wc -l < '$T/names.a') -eq 267 && diff '$T/names.a' '$T/names.b' &&
+same_names resnet_v1_50 kept 267
+check "resnet_v1_50 kept: ckpt diff restores all 267 from the import" sh -c "
     '$SLIMRUN' ckpt diff resnet_v1_50 '$T/resnet_v1_50/rt-kept' --image_size=64 |
         grep -q 'would restore 267 of 267 parameters'"
 zoo resnet_v2_50 64 3
 export_ort resnet_v2_50 64 nchw --input_layout=NCHW --opset=17
 round_trip resnet_v2_50 nchw
 
-# Inception v2: concatenations, SAME average pooling, a separable convolution
+# Inception v2: concatenations, SAME average pooling, a separable convolution (one
+# separable_conv2d layer again after the import), batch norms without scale
 zoo inception_v2 96 3
 export_ort inception_v2 96 dyn
+export_ort inception_v2 96 kept --nofold_batch_norm --input_layout=NCHW
+round_trip inception_v2 kept
+same_names inception_v2 kept 287
 
 # Graphs built in C that use every op the exporter maps (tests/interop/export_graphs.c):
 # ONNX Runtime at opsets 13, 17 and 20 and a dynamic batch; imported back (the dynamic
