@@ -23,7 +23,6 @@
 #ifndef SLIM_OPS_ACT_H
 #define SLIM_OPS_ACT_H
 
-#include <math.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -45,15 +44,40 @@ static inline int act_parse(const char *s)
     return ACT_NONE;
 }
 
-static inline float act_fwd(int act, float v)
+/* relu, relu6 or none: batch_norm's and add's own activations */
+static inline float act_relu(int act, float v)
 {
     if (act == ACT_NONE)
         return v;
-    /* as ops/activation.c's hard_swish forward */
-    if (act == ACT_HARD_SWISH)
-        return v * fminf(fmaxf(v + 3.0f, 0.0f), 6.0f) * (1.0f / 6.0f);
     v = v > 0.0f ? v : 0.0f;
     return act == ACT_RELU6 && v > 6.0f ? 6.0f : v;
+}
+
+/* ops/activation.c's hard_swish forward, its fminf(fmaxf(v + 3, 0), 6) as
+ * selects: the same value for every v (NaN too), and a loop of them is
+ * vectorized */
+static inline float act_hard_swish(float v)
+{
+    float t = v + 3.0f;
+    t = t > 0.0f ? t : 0.0f;
+    return v * (t < 6.0f ? t : 6.0f) * (1.0f / 6.0f);
+}
+
+static inline float act_fwd(int act, float v)
+{
+    return act == ACT_HARD_SWISH ? act_hard_swish(v) : act_relu(act, v);
+}
+
+/* act_fwd over v[0, n): one loop per kind, as a loop over act_fwd with act
+ * unknown is not vectorized (its three kinds are too many to if-convert) */
+static inline void act_fwd_row(int act, float *restrict v, int64_t n)
+{
+    if (act == ACT_HARD_SWISH)
+        for (int64_t j = 0; j < n; j++)
+            v[j] = act_hard_swish(v[j]);
+    else if (act != ACT_NONE)
+        for (int64_t j = 0; j < n; j++)
+            v[j] = act_relu(act, v[j]);
 }
 
 /* act_fwd in double, for the reference kernels */

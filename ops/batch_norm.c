@@ -264,7 +264,7 @@ static void bn_forward(const slim_kernel_ctx *c)
                 yr[j] = (xr[j] - mean[j]) * scale[j] + beta[j];
         else
             for (int64_t j = 0; j < C; j++)
-                yr[j] = act_fwd(p->act, (xr[j] - mean[j]) * scale[j] + beta[j]);
+                yr[j] = act_relu(p->act, (xr[j] - mean[j]) * scale[j] + beta[j]);
     }
 }
 

@@ -54,9 +54,7 @@ void slim__conv_post_rows(const conv_post *post, float *y, int64_t ld, int64_t r
             for (int64_t j = 0; j < nc; j++)
                 v[j] += e[j];
         }
-        if (post->act != ACT_NONE)
-            for (int64_t j = 0; j < nc; j++)
-                v[j] = act_fwd(post->act, v[j]);
+        act_fwd_row(post->act, v, nc);
     }
 }
 

@@ -336,10 +336,8 @@ static inline __attribute__((always_inline)) void finish_col(const int M, float 
     for (int a = 0; a < M; a++)
         for (int j = 0; j < WCH; j++)
             o[a][j] = s ? o[a][j] * s[j] + bias[j] : o[a][j] + bias[j];
-    if (act != ACT_NONE)
-        for (int a = 0; a < M; a++)
-            for (int j = 0; j < WCH; j++)
-                o[a][j] = act_fwd(act, o[a][j]);
+    for (int a = 0; a < M; a++)
+        act_fwd_row(act, o[a], WCH);
     for (int a = 0; a < M; a++)
         memcpy(y[a][col], o[a], sizeof o[a]);
 }
