@@ -68,67 +68,54 @@ static given *slot(slim_attrs *a, const char *key)
     return g;
 }
 
-static slim_status set_ints(slim_attrs *a, const char *key, const int64_t *v, int n, bool scalar,
-                            given_kind kind)
+/* n values of elem bytes each, copied for key: ints or floats by kind. */
+static slim_status set_values(slim_attrs *a, const char *key, const void *v, int n, size_t elem,
+                              bool scalar, given_kind kind)
 {
     if (!a || !key || n < 0)
         return SLIM_EINVAL;
     given *g = slot(a, key);
     if (!g)
         return SLIM_ENOMEM;
+    void *copy = malloc((size_t)(n ? n : 1) * elem);
+    if (!copy)
+        return SLIM_ENOMEM;
+    if (n)
+        memcpy(copy, v, (size_t)n * elem);
     g->kind = kind;
     g->scalar = scalar;
     g->n = n;
-    g->ints = malloc((size_t)(n ? n : 1) * sizeof(int64_t));
-    if (!g->ints)
-        return SLIM_ENOMEM;
-    if (n)
-        memcpy(g->ints, v, (size_t)n * sizeof(int64_t));
+    if (kind == GIVEN_FLOATS)
+        g->floats = copy;
+    else
+        g->ints = copy;
     return SLIM_OK;
 }
 
 slim_status slim_attrs_set_int(slim_attrs *a, const char *key, int64_t v)
 {
-    return set_ints(a, key, &v, 1, true, GIVEN_INTS);
+    return set_values(a, key, &v, 1, sizeof v, true, GIVEN_INTS);
 }
 
 slim_status slim_attrs_set_bool(slim_attrs *a, const char *key, bool v)
 {
     int64_t x = v;
-    return set_ints(a, key, &x, 1, true, GIVEN_BOOL);
+    return set_values(a, key, &x, 1, sizeof x, true, GIVEN_BOOL);
 }
 
 slim_status slim_attrs_set_ints(slim_attrs *a, const char *key, const int64_t *v, int n)
 {
-    return set_ints(a, key, v, n, false, GIVEN_INTS);
-}
-
-static slim_status set_floats(slim_attrs *a, const char *key, const double *v, int n, bool scalar)
-{
-    if (!a || !key || n < 0)
-        return SLIM_EINVAL;
-    given *g = slot(a, key);
-    if (!g)
-        return SLIM_ENOMEM;
-    g->kind = GIVEN_FLOATS;
-    g->scalar = scalar;
-    g->n = n;
-    g->floats = malloc((size_t)(n ? n : 1) * sizeof(double));
-    if (!g->floats)
-        return SLIM_ENOMEM;
-    if (n)
-        memcpy(g->floats, v, (size_t)n * sizeof(double));
-    return SLIM_OK;
+    return set_values(a, key, v, n, sizeof *v, false, GIVEN_INTS);
 }
 
 slim_status slim_attrs_set_float(slim_attrs *a, const char *key, double v)
 {
-    return set_floats(a, key, &v, 1, true);
+    return set_values(a, key, &v, 1, sizeof v, true, GIVEN_FLOATS);
 }
 
 slim_status slim_attrs_set_floats(slim_attrs *a, const char *key, const double *v, int n)
 {
-    return set_floats(a, key, v, n, false);
+    return set_values(a, key, v, n, sizeof *v, false, GIVEN_FLOATS);
 }
 
 static slim_status set_string(slim_attrs *a, const char *key, const char *v, given_kind kind)

@@ -34,32 +34,13 @@ static slim_status proto_values(const char *file, const char *name,
         memcpy(dst, p->tensor_content.data, p->tensor_content.len);
         return SLIM_OK;
     }
+    const void *vals = NULL; /* the values of the types kept as they are in memory */
     switch (dtype) {
-    case SLIM__DT_FLOAT:
-        if ((got = p->n_float_val) != (size_t)n)
-            goto count;
-        memcpy(dst, p->float_val, (size_t)n * 4);
-        return SLIM_OK;
-    case SLIM__DT_DOUBLE:
-        if ((got = p->n_double_val) != (size_t)n)
-            goto count;
-        memcpy(dst, p->double_val, (size_t)n * 8);
-        return SLIM_OK;
-    case SLIM__DT_INT64:
-        if ((got = p->n_int64_val) != (size_t)n)
-            goto count;
-        memcpy(dst, p->int64_val, (size_t)n * 8);
-        return SLIM_OK;
-    case SLIM__DT_UINT64:
-        if ((got = p->n_uint64_val) != (size_t)n)
-            goto count;
-        memcpy(dst, p->uint64_val, (size_t)n * 8);
-        return SLIM_OK;
-    case SLIM__DT_UINT32:
-        if ((got = p->n_uint32_val) != (size_t)n)
-            goto count;
-        memcpy(dst, p->uint32_val, (size_t)n * 4);
-        return SLIM_OK;
+    case SLIM__DT_FLOAT: got = p->n_float_val, vals = p->float_val; break;
+    case SLIM__DT_DOUBLE: got = p->n_double_val, vals = p->double_val; break;
+    case SLIM__DT_INT64: got = p->n_int64_val, vals = p->int64_val; break;
+    case SLIM__DT_UINT64: got = p->n_uint64_val, vals = p->uint64_val; break;
+    case SLIM__DT_UINT32: got = p->n_uint32_val, vals = p->uint32_val; break;
     case SLIM__DT_BOOL:
         if ((got = p->n_bool_val) != (size_t)n)
             goto count;
@@ -97,6 +78,10 @@ static slim_status proto_values(const char *file, const char *name,
         }
         return SLIM_OK;
     }
+    if (got != (size_t)n)
+        goto count;
+    memcpy(dst, vals, (size_t)n * (size_t)es);
+    return SLIM_OK;
 count:
     return slim__tf_error(err, SLIM_ECORRUPT, "%s: '%s': a slice of %lld values stores %zu", file,
                           name, (long long)n, got);
