@@ -4,7 +4,7 @@
  * backward-filter (only dw requested), at 1 and 2 threads, next to the oneDNN
  * anchors (../shared/anchors/dnnl_conv_{1,2}t.txt) where they exist.
  *
- * The kernels run through the internal single-op runner (engine/oprun.h), so
+ * The kernels run through the internal single-op runner (runtime/oprun.h), so
  * what is timed is the op's kernel on the engine's thread pool: the same code
  * a compiled program runs for the node, without the rest of the graph.
  *
@@ -15,7 +15,7 @@
  */
 #include <slim/slim.h>
 
-#include "engine/oprun.h"
+#include "runtime/oprun.h"
 
 #include "bench/benchutil.h"
 #include "ops/conv.h"

@@ -4,6 +4,7 @@
 #include "engine/graph.h"
 #include "core/error.h"
 #include "core/gemm.h"
+#include "core/init.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -364,7 +365,7 @@ slim_status slim_graph_init_params(slim_graph *g, uint64_t seed, slim_error *err
     for (int i = 0; i < g->n_params; i++) {
         slim__param *p = &g->params[i];
         slim__init_fill(&p->init, &g->tensors[p->t].d.shape, p->data,
-                        seed ^ slim__name_hash(p->name), p->name);
+                        seed ^ slim__name_hash(p->name));
     }
     g->params_ready = true;
     return SLIM_OK;

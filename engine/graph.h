@@ -5,7 +5,7 @@
 
 #include "core/attrs.h"
 #include "core/names.h"
-#include "engine/oprun.h"
+#include "engine/node.h"
 
 typedef enum { SLIM__T_INPUT, SLIM__T_PARAM, SLIM__T_NODE } slim__tkind;
 
@@ -48,11 +48,5 @@ struct slim_graph {
     slim_tid loss;                                     /* -1 when none */
     bool params_ready;
 };
-
-/* Numbers of fan-in and fan-out for variance-scaling initializers, as TF:
- * the last dim is fan-out, the one before fan-in, the rest the receptive field. */
-void slim__fans(const slim_shape *s, double *fan_in, double *fan_out);
-void slim__init_fill(const slim_init *init, const slim_shape *s, float *data, uint64_t seed,
-                     const char *name);
 
 #endif

@@ -1,9 +1,8 @@
 # engine/: registry and plugins, graph, compiler, executor (over core/).
 libslim_core_la_SOURCES += \
 	engine/registry.c engine/registry.h \
-	engine/oprun.c engine/oprun.h \
+	engine/node.c engine/node.h \
 	engine/graph.c engine/graph.h \
-	engine/init.c \
 	engine/compile.c engine/compile.h \
 	engine/rewrite.c \
 	engine/autodiff.c \

@@ -4,6 +4,7 @@
 #ifndef SLIM_ENGINE_PROGRAM_H
 #define SLIM_ENGINE_PROGRAM_H
 
+#include "core/threadpool.h"
 #include "engine/graph.h"
 
 typedef enum {

@@ -1,7 +1,8 @@
 # runtime/: what a run needs around the core: the training loop, learning-rate
 # schedules, optimizers, checkpoints, evaluation, metrics, TensorBoard event
-# files and Chrome traces. checkpoint.pb-c.[ch] and tfevent.pb-c.[ch] are
-# generated from the .proto files here by protoc-c.
+# files, Chrome traces, and the single-op runner (op harness, conv_bench).
+# checkpoint.pb-c.[ch] and tfevent.pb-c.[ch] are generated from the .proto
+# files here by protoc-c.
 
 RUNTIME_PB = runtime/checkpoint.pb-c.c runtime/checkpoint.pb-c.h \
 	runtime/tfevent.pb-c.c runtime/tfevent.pb-c.h
@@ -37,7 +38,8 @@ libslim_core_la_SOURCES += \
 	runtime/report.c runtime/report.h \
 	runtime/session.c runtime/session.h \
 	runtime/train.c runtime/train_loop.c runtime/train_internal.h \
-	runtime/eval.c runtime/profile.c
+	runtime/eval.c runtime/profile.c \
+	runtime/oprun.c runtime/oprun.h
 # Training across processes: the communicator over MPI when configure found
 # it, else the one-process world (no MPI symbol in the build).
 libslim_core_la_SOURCES += runtime/dist.h runtime/dist_common.c

@@ -1,6 +1,6 @@
 /* tests/ops/cases_batch_norm.c - batch_norm in training (batch statistics, frozen)
  * and inference, known values, and the moving-statistics update after one step. */
-#include "engine/oprun.h"
+#include "runtime/oprun.h"
 #include "harness.h"
 
 #include <math.h>

@@ -3,7 +3,7 @@
  * the banded backward of a batch smaller than the thread count), and
  * hand-computed values. Gradient cases run in training mode so the fast
  * backward gets its full workspace. */
-#include "engine/oprun.h"
+#include "runtime/oprun.h"
 #include "cases.h"
 
 #include <stdio.h>

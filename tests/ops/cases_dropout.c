@@ -4,7 +4,7 @@
  * are scaled by 1/keep_prob, inference is the identity, backward applies the forward's mask,
  * another step draws another mask, and keep_prob = 1 keeps everything. */
 #include "cases.h"
-#include "engine/oprun.h"
+#include "runtime/oprun.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -4,7 +4,7 @@
  * chunks across tensors, a non-finite norm; tests/runtime/test_train_opts
  * runs it over more gradients than a graph node takes inputs). */
 #include "cases.h"
-#include "engine/oprun.h"
+#include "runtime/oprun.h"
 
 #include <math.h>
 

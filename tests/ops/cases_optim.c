@@ -2,7 +2,7 @@
  * the harness runs them for shapes and threads; extra checks the parameter and
  * the momentum slot after two steps against values worked out by hand, with
  * and without a gradient scale input (global-norm clipping). */
-#include "engine/oprun.h"
+#include "runtime/oprun.h"
 #include "harness.h"
 
 #include <math.h>

@@ -14,7 +14,7 @@
  * w = 1 - 0.05 alpha / (sqrt(v) + 1) = 0.99844344 - where the paper's
  * epsilon placement (m^ / (sqrt(v^) + eps)) would give 0.9667.
  */
-#include "engine/oprun.h"
+#include "runtime/oprun.h"
 #include "harness.h"
 
 #include <math.h>

@@ -1,6 +1,6 @@
 /* tests/ops/harness.c - the generic op harness (see harness.h). */
 #include "harness.h"
-#include "engine/oprun.h"
+#include "runtime/oprun.h"
 
 #include <math.h>
 #include <stdarg.h>

@@ -4,7 +4,7 @@
  * the update op applied to the clipped gradient by hand; the optimizer slots'
  * initial values declared by the ops' descriptors; the auxiliary-loss weight
  * override of slim_model_opts. TAP output. */
-#include "engine/oprun.h"
+#include "runtime/oprun.h"
 #include "runtime/schedule.h"
 
 #include <math.h>

@@ -1,4 +1,4 @@
-/* engine/init.c - parameter initializers, with TensorFlow's definitions
+/* core/init.c - parameter initializers, with TensorFlow's definitions
  * (tf.compat.v1 initializers, used by TF-Slim):
  *   truncated normal: redraw samples beyond 2 standard deviations;
  *   glorot (xavier) uniform: limit sqrt(6 / (fan_in + fan_out));
@@ -8,12 +8,14 @@
  *     uniform: limit sqrt(3 * scale); normal: truncated normal with
  *     stddev sqrt(scale) / 0.87962566103423978 (TF >= 1.14 corrects for truncation).
  * Values depend only on the seed given (a hash of the run seed and the name). */
-#include "engine/graph.h"
+#include "core/init.h"
 
 #include <math.h>
 #include <string.h>
 
-void slim__fans(const slim_shape *s, double *fan_in, double *fan_out)
+/* Numbers of fan-in and fan-out for variance-scaling initializers, as TF:
+ * the last dim is fan-out, the one before fan-in, the rest the receptive field. */
+static void fans(const slim_shape *s, double *fan_in, double *fan_out)
 {
     if (s->rank == 0) {
         *fan_in = *fan_out = 1;
@@ -53,13 +55,11 @@ static double truncated01(uint64_t seed, uint64_t i)
     }
 }
 
-void slim__init_fill(const slim_init *init, const slim_shape *s, float *data, uint64_t seed,
-                     const char *name)
+void slim__init_fill(const slim_init *init, const slim_shape *s, float *data, uint64_t seed)
 {
-    (void)name;
     int64_t n = slim_shape_numel(s);
     double fan_in, fan_out;
-    slim__fans(s, &fan_in, &fan_out);
+    fans(s, &fan_in, &fan_out);
     switch (init->kind) {
     case SLIM_INIT_DATA: memcpy(data, init->data, (size_t)n * sizeof(float)); break;
     case SLIM_INIT_ZEROS:
