@@ -374,6 +374,34 @@ static bool smoothed_progressive(const struct jpeg_decompress_struct *ci)
     return false;
 }
 
+/* Whether jpeg_crop_scanline would spoil the upsampling (libjpeg-turbo 2.1.5):
+ * it resets each component's downsampled width to output_width * h / max_h,
+ * which ignores a scaled IDCT doing part of the upsampling (a component whose
+ * DCT size exceeds the smallest one, e.g. Y 2x2, Cb 1x4, Cr 1x1 at 1/4). When
+ * such a component still needs an upsampler (h1v2 fancy reads that width), its
+ * right-hand columns are never filled in and a crop differs from the whole
+ * decode. Such files decode whole rows. */
+static bool crop_spoils_upsampling(const struct jpeg_decompress_struct *ci)
+{
+#if JPEG_LIB_VERSION >= 70
+    int m = ci->min_DCT_h_scaled_size;
+#else
+    int m = ci->min_DCT_scaled_size;
+#endif
+    for (int c = 0; c < ci->num_components; c++) {
+        const jpeg_component_info *k = &ci->comp_info[c];
+#if JPEG_LIB_VERSION >= 70
+        int s = k->DCT_h_scaled_size;
+#else
+        int s = k->DCT_scaled_size;
+#endif
+        if (s != m && (k->h_samp_factor * s != ci->max_h_samp_factor * m ||
+                       k->v_samp_factor * s != ci->max_v_samp_factor * m))
+            return true;
+    }
+    return false;
+}
+
 /* Decode [rx0, rx1) x [ry0, ry1) of the image in ci's source; sub: that source is
  * the index's cut, its pixel (0, 0) at (sx, sy) of the whole image. */
 static slim_status decode_region(slim__jpeg *j, int denom, int channels, int rx0, int ry0, int rx1,
@@ -415,7 +443,7 @@ static slim_status decode_region(slim__jpeg *j, int denom, int channels, int rx0
     }
     bool smoothed = smoothed_progressive(ci);
     JDIMENSION xoff = (JDIMENSION)x0, width = (JDIMENSION)(x1 - x0);
-    if (sub || smoothed) /* whole rows (a cut is about as wide as the region) */
+    if (sub || smoothed || crop_spoils_upsampling(ci)) /* whole rows (a cut: about as wide) */
         xoff = 0, width = (JDIMENSION)W;
     else if (x0 > 0 || x1 < W)
         jpeg_crop_scanline(ci, &xoff, &width); /* widens to iMCU boundaries */
