@@ -85,6 +85,15 @@ void slim__log(int level, const char *fmt, ...)
     log_fn(level, buf, log_user);
 }
 
+bool slim__shape_bytes_fit(const slim_shape *s, size_t elem)
+{
+    int64_t n = (int64_t)elem;
+    for (int i = 0; i < s->rank; i++)
+        if (__builtin_mul_overflow(n, s->dim[i], &n))
+            return false;
+    return true;
+}
+
 const char *slim__shape_str(const slim_shape *s, char *buf, size_t n)
 {
     return slim_shape_str(s, buf, n);

@@ -12,6 +12,8 @@ void slim__error_prefix(slim_error *err, const char *fmt, ...) SLIM_PRINTF(2, 3)
 void slim__log(int level, const char *fmt, ...) SLIM_PRINTF(2, 3);
 /* "(2,8,8,3)" into buf. */
 const char *slim__shape_str(const slim_shape *s, char *buf, size_t n);
+/* Whether s's elements, elem bytes each, have a byte size that fits int64. */
+bool slim__shape_bytes_fit(const slim_shape *s, size_t elem);
 const char *slim__dtype_str(slim_dtype t);
 /* s (NULL: "") as text safe for a terminal, into buf (size n, at least 8):
  * valid UTF-8 kept, control bytes, DEL and bytes that are not UTF-8 as

@@ -120,15 +120,13 @@ static slim_status check_shape(const slim_shape *s, size_t elem_size, const char
         if (s->dim[i] <= 0)
             return slim__error(err, SLIM_ESHAPE, "%s '%s': dimension %d is %lld, must be positive",
                                what, name, i, (long long)s->dim[i]);
-    int64_t bytes = (int64_t)(elem_size ? elem_size : 1);
-    for (int i = 0; i < s->rank; i++)
-        if (__builtin_mul_overflow(bytes, s->dim[i], &bytes)) {
-            char b[160];
-            return slim__error(err, SLIM_ESHAPE,
-                               "%s '%s': shape %s is too large (its size in bytes overflows "
-                               "a 64-bit integer)",
-                               what, name, slim__shape_str(s, b, sizeof b));
-        }
+    if (!slim__shape_bytes_fit(s, elem_size ? elem_size : 1)) {
+        char b[160];
+        return slim__error(err, SLIM_ESHAPE,
+                           "%s '%s': shape %s is too large (its size in bytes overflows "
+                           "a 64-bit integer)",
+                           what, name, slim__shape_str(s, b, sizeof b));
+    }
     return SLIM_OK;
 }
 

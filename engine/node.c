@@ -38,15 +38,13 @@ static void set_output(slim_infer_ctx *c, int i, slim_dtype dtype, const slim_sh
                     p->d->name, i);
         return;
     }
-    int64_t n = (int64_t)slim_dtype_size(dtype); /* bytes, so that they fit too */
-    for (int k = 0; k < shape->rank; k++)
-        if (__builtin_mul_overflow(n, shape->dim[k], &n)) {
-            char b[128];
-            p->failed = true;
-            slim__error(p->err, SLIM_ESHAPE, "node '%s' (%s): output %d %s is too large", p->node,
-                        p->d->name, i, slim__shape_str(shape, b, sizeof b));
-            return;
-        }
+    if (!slim__shape_bytes_fit(shape, slim_dtype_size(dtype))) {
+        char b[128];
+        p->failed = true;
+        slim__error(p->err, SLIM_ESHAPE, "node '%s' (%s): output %d %s is too large", p->node,
+                    p->d->name, i, slim__shape_str(shape, b, sizeof b));
+        return;
+    }
     p->r->out[i].dtype = dtype;
     p->r->out[i].shape = *shape;
     p->out_set[i] = true;
