@@ -85,12 +85,16 @@ EXTRA_DIST += tests/callgraph.sh
 
 # Every test program under valgrind (memcheck, leaks). valgrind 3.19 does not
 # decode every instruction -march=native may emit: configure with
-# --with-arch=x86-64-v3 for this target.
+# --with-arch=x86-64-v3 for this target. libjpeg-turbo runs its C code
+# (JSIMD_FORCENONE=1): its SIMD colour conversion reads row padding nothing
+# wrote, and memcheck then reports some files' pixels (4:4:0, 4:2:2 at 1/4
+# scale) as uninitialised; tests/data/jpeg_simd.sh shows they are the C
+# code's and do not depend on the heap, so the report is a false positive.
 check-valgrind: $(check_PROGRAMS) $(check_LTLIBRARIES)
 	@fail=0; for t in $(TESTS); do \
 	  case $$t in *.sh) echo "skip $$t (a shell script: valgrind would check the shell)"; continue;; esac; \
 	  echo "valgrind $$t"; \
-	  top_builddir=$(top_builddir) top_srcdir=$(top_srcdir) $(LIBTOOL) --mode=execute \
+	  JSIMD_FORCENONE=1 top_builddir=$(top_builddir) top_srcdir=$(top_srcdir) $(LIBTOOL) --mode=execute \
 	    valgrind -q --error-exitcode=9 --leak-check=full \
 	    --errors-for-leak-kinds=definite,indirect --show-leak-kinds=definite,indirect \
 	    ./$$t > $$t.valgrind.log 2>&1; rc=$$?; \
