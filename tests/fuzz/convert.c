@@ -135,7 +135,16 @@ static int one(const uint8_t *data, size_t size)
         convert_opts o2 = {.output_dir = out2, .num_threads = 1, .on_error = o.on_error};
         convert_result r2;
         if (slim__convert_records(files, 1, NULL, &o2, &r2, &err)) {
-            FUZZ_CHECK(false, "a shard convert wrote is rewritten: %s", err.msg);
+            /* Only a JPEG the first convert stored unread (--nojpeg_restart
+             * without --verify_decode) can stop the rewrite: one that does
+             * not decode, named by shard and record (on_error skip keeps it). */
+            bool unread = o.keep_jpeg_bytes && !o.verify_decode;
+            FUZZ_CHECK(unread && o.on_error == SLIM_ON_ERROR_FAIL,
+                       "a shard convert wrote is rewritten: %s", err.msg);
+            FUZZ_CHECK(same_pixels(img, li, img, li) < 0,
+                       "the rewrite stops only at an image that does not decode: %s", err.msg);
+            FUZZ_CHECK(strstr(err.msg, path) && strstr(err.msg, ": record "),
+                       "the rewrite's error names the shard and the record: %s", err.msg);
         } else {
             snprintf(path, sizeof path, "%s/train-00000-of-00001", out2);
             FUZZ_CHECK(check_shard(path, img, li, &found) == n, "as many records rewritten");
