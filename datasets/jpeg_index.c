@@ -304,6 +304,19 @@ static bool incomplete(const struct jpeg_decompress_struct *di)
     return false;
 }
 
+/* Sampling libjpeg cannot upsample: a component whose factors do not divide
+ * the largest ones ("Fractional sampling not implemented yet"). Its
+ * coefficients transcode, but no decode gives pixels to check the copy by. */
+static bool fractional_sampling(const struct jpeg_decompress_struct *di)
+{
+    for (int c = 0; c < di->num_components; c++) {
+        const jpeg_component_info *k = &di->comp_info[c];
+        if (di->max_h_samp_factor % k->h_samp_factor || di->max_v_samp_factor % k->v_samp_factor)
+            return true;
+    }
+    return false;
+}
+
 slim_status slim__jpeg_add_restarts(const uint8_t *data, size_t len, const char *name,
                                     uint8_t **out, size_t *olen, slim_error *err)
 {
@@ -346,7 +359,7 @@ slim_status slim__jpeg_add_restarts(const uint8_t *data, size_t len, const char 
         blocks +=
             (uint64_t)t->di.comp_info[c].width_in_blocks * t->di.comp_info[c].height_in_blocks;
     bool short_file = !t->di.arith_code && (uint64_t)len * 8 < blocks;
-    bool ok = !short_file && t->di.data_precision == 8 &&
+    bool ok = !short_file && t->di.data_precision == 8 && !fractional_sampling(&t->di) &&
               (t->di.jpeg_color_space == JCS_YCbCr || t->di.jpeg_color_space == JCS_GRAYSCALE);
     bool already = t->di.restart_interval == 1 && !t->di.progressive_mode && !t->di.arith_code &&
                    t->di.comps_in_scan == t->di.num_components;
