@@ -25,7 +25,7 @@ for f in "$top_srcdir"/tests/data/jpeg-sampling/*.jpg; do
             for fancy in true false; do
                 what="$b 1/$s, $c channel(s), fancy_upscaling=$fancy"
                 set -- data decode "$f" --scale_denom=$s --channels=$c --fancy_upscaling=$fancy
-                rm -f "$T"/*.png
+                rm -f "$T"/*.png "$T"/*.log # the logs shown on a failure: this setting's
                 "$SLIMRUN" "$@" --out="$T/simd.png" > "$T/simd.log" 2>&1 &&
                     JSIMD_FORCENONE=1 "$SLIMRUN" "$@" --out="$T/c.png" > "$T/c.log" 2>&1 &&
                     MALLOC_PERTURB_=1 "$SLIMRUN" "$@" --out="$T/p1.png" > "$T/p1.log" 2>&1 &&
